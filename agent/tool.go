@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/bobbinbot/bobbin/provider"
+)
+
+// Tool is something the model may call. Implementations live elsewhere (the
+// mcp package adapts MCP tools); a returned error is a result the model sees,
+// not the end of the turn.
+type Tool interface {
+	Spec() provider.ToolSpec
+	Call(ctx context.Context, input json.RawMessage) (string, error)
+}
+
+// Hints describe a tool for the permission policy and the approval prompt.
+// They come from an untrusted server unless Trusted is set.
+type Hints struct {
+	// Server is the name of the server that provides the tool ("" if none).
+	Server string
+	// Tool is the tool's own name on that server.
+	Tool string
+	// Title is a human-readable name, if the server gave one.
+	Title       string
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+	OpenWorld   bool
+	// Trusted is true when the operator marked the server trusted; only then
+	// may ReadOnly auto-allow a call.
+	Trusted bool
+	// Allowed is true when configuration allows the tool without asking.
+	Allowed bool
+	// Denied is true when configuration forbids the tool.
+	Denied bool
+	// Disabled is true when the tool's definition changed and waits for an
+	// admin's re-approval; a disabled tool is never called.
+	Disabled bool
+}
+
+// HintedTool is a Tool that also describes itself for the permission policy.
+type HintedTool interface {
+	Tool
+	Hints() Hints
+}
+
+// Decision is a person's answer to an approval prompt.
+type Decision int
+
+const (
+	// Deny refuses the call; the model is told the person declined.
+	Deny Decision = iota
+	// AllowOnce runs this call only.
+	AllowOnce
+	// AllowForSession runs this call and every later call of the same tool in
+	// this session (thread) without asking.
+	AllowForSession
+)
+
+func (d Decision) String() string {
+	switch d {
+	case AllowOnce:
+		return "allow_once"
+	case AllowForSession:
+		return "allow_session"
+	}
+	return "deny"
+}
+
+// ApprovalRequest is what an Approver is asked.
+type ApprovalRequest struct {
+	// Call is the tool call, arguments already validated against the schema.
+	Call provider.ToolCall
+	// Spec and Hints describe the tool.
+	Spec  provider.ToolSpec
+	Hints Hints
+}
+
+// Approver asks a person whether a tool call may run. It blocks until the
+// person decides or ctx ends; an error (including a timeout) counts as Deny.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
+}
