@@ -1,0 +1,218 @@
+package agent
+
+import (
+	"container/list"
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
+
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Encodings a Counter may use.
+const (
+	EncodingO200K  = "o200k_base"
+	EncodingCL100K = "cl100k_base"
+)
+
+// encoders holds one tokenizer per encoding for the whole process: building
+// one costs 90-200 ms and ~12-24 MB, and a built one is safe for concurrent
+// use (providers.md §10).
+var encoders = map[string]*sharedEncoder{
+	EncodingO200K:  {},
+	EncodingCL100K: {},
+}
+
+// loaderOnce installs the embedded BPE files before the first encoder is
+// built; without it tiktoken-go downloads them over HTTP.
+var loaderOnce sync.Once
+
+type sharedEncoder struct {
+	once sync.Once
+	enc  *tiktoken.Tiktoken
+	err  error
+}
+
+func encoder(name string) (*tiktoken.Tiktoken, error) {
+	s, ok := encoders[name]
+	if !ok {
+		return nil, fmt.Errorf("agent: unknown encoding %q", name)
+	}
+	loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
+	s.once.Do(func() {
+		s.enc, s.err = tiktoken.GetEncoding(name)
+		if s.err != nil {
+			s.err = fmt.Errorf("agent: tokenizer %s: %w", name, s.err)
+		}
+	})
+	return s.enc, s.err
+}
+
+// EncodingFor returns the tiktoken encoding used for model: cl100k_base for
+// GPT-4 (not 4o/4.1/4.5) and GPT-3.5, o200k_base for everything else.
+// A routing prefix ("openai/gpt-4o") is ignored.
+func EncodingFor(model string) string {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	switch {
+	case strings.HasPrefix(m, "gpt-4o"), strings.HasPrefix(m, "gpt-4.1"), strings.HasPrefix(m, "gpt-4.5"):
+		return EncodingO200K
+	case m == "gpt-4", strings.HasPrefix(m, "gpt-4-"), strings.HasPrefix(m, "gpt-3.5"), strings.HasPrefix(m, "text-embedding-"):
+		return EncodingCL100K
+	}
+	return EncodingO200K
+}
+
+// counterCacheSize bounds the per-message count cache.
+const counterCacheSize = 1 << 14
+
+// Counter counts tokens with a local tiktoken encoding and caches the count
+// of each message, so adding a message never re-tokenizes the history. It
+// is safe for concurrent use; share one per model across sessions.
+type Counter struct {
+	encoding string
+	enc      *tiktoken.Tiktoken // nil: estimate from bytes
+	seed     maphash.Seed
+
+	mu    sync.Mutex
+	lru   *list.List // of *countEntry, most recent first
+	index map[uint64]*list.Element
+}
+
+type countEntry struct {
+	key uint64
+	n   int
+}
+
+// NewCounter returns a Counter with the encoding for model (see
+// EncodingFor). The encoder is built once per process and shared.
+func NewCounter(model string) (*Counter, error) {
+	name := EncodingFor(model)
+	enc, err := encoder(name)
+	if err != nil {
+		return nil, err
+	}
+	return newCounter(name, enc), nil
+}
+
+func newCounter(name string, enc *tiktoken.Tiktoken) *Counter {
+	return &Counter{
+		encoding: name,
+		enc:      enc,
+		seed:     maphash.MakeSeed(),
+		lru:      list.New(),
+		index:    make(map[uint64]*list.Element),
+	}
+}
+
+// Encoding names the tiktoken encoding in use ("" for the byte estimate).
+func (c *Counter) Encoding() string {
+	if c == nil {
+		return ""
+	}
+	return c.encoding
+}
+
+// Count returns the number of tokens of s. A nil Counter (or one without a
+// tokenizer) estimates len(s)/4, rounded up.
+func (c *Counter) Count(s string) int {
+	if s == "" {
+		return 0
+	}
+	if c == nil || c.enc == nil {
+		return (len(s) + 3) / 4
+	}
+	return len(c.enc.EncodeOrdinary(s))
+}
+
+// CountMessage returns the local token count of m including per-message and
+// per-call framing. Counts are cached by message content.
+func (c *Counter) CountMessage(m provider.Message) int {
+	if c == nil {
+		return countMessage(nil, m)
+	}
+	key := c.hashMessage(m)
+	c.mu.Lock()
+	if e, ok := c.index[key]; ok {
+		c.lru.MoveToFront(e)
+		n := e.Value.(*countEntry).n
+		c.mu.Unlock()
+		return n
+	}
+	c.mu.Unlock()
+
+	n := countMessage(c, m)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.index[key]; ok {
+		c.lru.MoveToFront(e)
+		return n
+	}
+	c.index[key] = c.lru.PushFront(&countEntry{key: key, n: n})
+	if c.lru.Len() > counterCacheSize {
+		last := c.lru.Back()
+		c.lru.Remove(last)
+		delete(c.index, last.Value.(*countEntry).key)
+	}
+	return n
+}
+
+func countMessage(c *Counter, m provider.Message) int {
+	n := msgOverhead + c.Count(m.Content)
+	for _, r := range m.Reasoning {
+		n += c.Count(r.Text)
+		// Signatures and redacted data are opaque blobs the provider counts
+		// its own way; bytes/4 is as good as anything.
+		n += (len(r.Signature) + len(r.Redacted) + 3) / 4
+	}
+	for _, tc := range m.ToolCalls {
+		n += callOverhead + c.Count(tc.Name) + c.Count(tc.Arguments)
+	}
+	if m.ToolCallID != "" {
+		n += c.Count(m.ToolCallID)
+	}
+	return n
+}
+
+func (c *Counter) hashMessage(m provider.Message) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	field := func(s string) {
+		var l [8]byte
+		n := len(s)
+		for i := range l {
+			l[i] = byte(n >> (8 * i))
+		}
+		h.Write(l[:])
+		h.WriteString(s)
+	}
+	field(string(m.Role))
+	field(m.Content)
+	field(m.ToolCallID)
+	for _, r := range m.Reasoning {
+		field(r.Text)
+		field(r.Signature)
+		field(r.Redacted)
+	}
+	for _, tc := range m.ToolCalls {
+		field(tc.ID)
+		field(tc.Name)
+		field(tc.Arguments)
+	}
+	return h.Sum64()
+}
+
+// CountTools returns the local token count of the tool specs as offered.
+func (c *Counter) CountTools(specs []provider.ToolSpec) int {
+	n := 0
+	for _, s := range specs {
+		n += callOverhead + c.Count(s.Name) + c.Count(s.Description) + c.Count(string(s.InputSchema))
+	}
+	return n
+}
