@@ -76,7 +76,9 @@ func TestRequestMatchesRecordedTurn2(t *testing.T) {
 func TestRequestShaping(t *testing.T) {
 	sys := provider.Message{Role: provider.RoleSystem, Content: "You are Bobbin."}
 	user := func(s string) provider.Message { return provider.Message{Role: provider.RoleUser, Content: s} }
-	call := func(id string) provider.ToolCall { return provider.ToolCall{ID: id, Name: "get_weather", Arguments: `{"city":"Paris"}`} }
+	call := func(id string) provider.ToolCall {
+		return provider.ToolCall{ID: id, Name: "get_weather", Arguments: `{"city":"Paris"}`}
+	}
 	result := func(id, s string) provider.Message {
 		return provider.Message{Role: provider.RoleTool, ToolCallID: id, ToolName: "get_weather", Content: s}
 	}
