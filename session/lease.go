@@ -1,0 +1,261 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Lease is the right to run the one turn of a thread. Each acquisition gets
+// a fencing token greater than every earlier one of the thread; every write
+// (Append, Replace, SaveMeta, Dequeue) carries it and is refused with
+// ErrStaleFence once another owner acquired the thread. The lease, not the
+// token, is only an efficiency measure: correctness rests on the token.
+//
+// A Lease is used by one goroutine at a time, except that Run may renew it
+// concurrently with the holder's writes.
+type Lease struct {
+	s     *Store
+	k     ThreadKey
+	owner string
+	token int64
+	value string // "owner:token", the lease key's value while held
+}
+
+// acquireScript: ARGV = owner, lease TTL ms, session TTL ms →
+// {1, token} or {0, current holder}.
+var acquireScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[7])
+if cur then return {0, cur} end
+local n = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[7], ARGV[1] .. ':' .. n, 'PX', ARGV[2])
+return {1, n}
+`)
+
+// renewScript: ARGV = value, lease TTL ms → 1, or 0 when not held.
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// releaseScript: KEYS = lease, queue; ARGV = value, lease TTL ms, "idle"|"" →
+// 1 released, 0 kept because the queue is not empty (renewed), -1 not held.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if ARGV[3] == 'idle' and redis.call('LLEN', KEYS[2]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// unmarkScript: KEYS = active; ARGV = member, score → removes the member
+// only if it still carries this acquisition's token.
+var unmarkScript = redis.NewScript(`
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 1
+`)
+
+// Acquire takes the thread's lease for owner (a replica id; it appears in
+// ErrLeaseHeld errors and logs). It also records the thread in the
+// active-turns index so another replica can resume it if this one dies
+// (see Orphans); Release and ReleaseIfIdle remove it. Acquire costs two round
+// trips (index mark, then the lease script) plus one to record the token.
+func (s *Store) Acquire(ctx context.Context, k ThreadKey, owner string) (*Lease, error) {
+	if err := k.validate(); err != nil {
+		return nil, err
+	}
+	if owner == "" || strings.ContainsAny(owner, ":") {
+		return nil, fmt.Errorf("session: acquire %s: invalid owner %q", k, owner)
+	}
+	// Mark first: if this process dies right after acquiring, the index
+	// already names the thread. A mark left behind by a failed acquire is
+	// harmless: Orphans sees no lease, whoever acquires finds nothing to do.
+	member := k.String()
+	if err := s.rdb.ZAddNX(ctx, s.k.active(), redis.Z{Score: 0, Member: member}).Err(); err != nil {
+		return nil, s.wrap("acquire "+member, err)
+	}
+	tk := s.k.thread(k)
+	res, err := acquireScript.Run(ctx, s.rdb, tk.list(), owner, s.opt.LeaseTTL.Milliseconds(), s.opt.SessionTTL.Milliseconds()).Slice()
+	if err != nil {
+		return nil, s.wrap("acquire "+member, err)
+	}
+	if len(res) != 2 {
+		return nil, fmt.Errorf("session: acquire %s: unexpected reply %v", member, res)
+	}
+	if ok, _ := res[0].(int64); ok != 1 {
+		holder, _ := res[1].(string)
+		holder, _, _ = strings.Cut(holder, ":")
+		return nil, fmt.Errorf("session: acquire %s: %w (%s)", member, ErrLeaseHeld, holder)
+	}
+	token, _ := res[1].(int64)
+	l := &Lease{s: s, k: k, owner: owner, token: token, value: owner + ":" + strconv.FormatInt(token, 10)}
+	pipe := s.rdb.Pipeline()
+	pipe.ZAdd(ctx, s.k.active(), redis.Z{Score: float64(token), Member: member})
+	pipe.PExpire(ctx, s.k.active(), s.opt.SessionTTL)
+	if _, err := pipe.Exec(ctx); err != nil {
+		// The lease is held but the index may miss it; give it back.
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, s.wrap("acquire "+member, err)
+	}
+	return l, nil
+}
+
+// Token is the fencing token of this acquisition.
+func (l *Lease) Token() int64 { return l.token }
+
+// Key is the thread the lease is for.
+func (l *Lease) Key() ThreadKey { return l.k }
+
+// Renew extends the lease by LeaseTTL. ErrLeaseLost means it expired or
+// another owner took it: stop the turn.
+func (l *Lease) Renew(ctx context.Context) error {
+	n, err := renewScript.Run(ctx, l.s.rdb, []string{l.s.k.thread(l.k).lease}, l.value, l.s.opt.LeaseTTL.Milliseconds()).Int()
+	if err != nil {
+		return l.s.wrap("renew "+l.k.String(), err)
+	}
+	if n != 1 {
+		return fmt.Errorf("session: renew %s: %w", l.k, ErrLeaseLost)
+	}
+	return nil
+}
+
+// Release gives the lease up and removes the thread from the active-turns
+// index. ErrLeaseLost means it was no longer held (nothing changed).
+func (l *Lease) Release(ctx context.Context) error {
+	_, err := l.release(ctx, "")
+	return err
+}
+
+// ReleaseIfIdle gives the lease up only if the thread's queue is empty, in
+// the same atomic step; otherwise it renews the lease and returns false, and
+// the holder must Dequeue and run the next turn. Together with Enqueue's
+// answer this guarantees a queued message always has a holder that will see
+// it.
+func (l *Lease) ReleaseIfIdle(ctx context.Context) (released bool, err error) {
+	return l.release(ctx, "idle")
+}
+
+// Handover gives the lease up but leaves the thread in the active-turns
+// index, so another replica's Orphans scan resumes the turn at once
+// (graceful shutdown).
+func (l *Lease) Handover(ctx context.Context) error {
+	_, err := l.release(ctx, "handover")
+	return err
+}
+
+func (l *Lease) release(ctx context.Context, mode string) (bool, error) {
+	tk := l.s.k.thread(l.k)
+	n, err := releaseScript.Run(ctx, l.s.rdb, []string{tk.lease, tk.queue}, l.value, l.s.opt.LeaseTTL.Milliseconds(), mode).Int()
+	if err != nil {
+		return false, l.s.wrap("release "+l.k.String(), err)
+	}
+	switch n {
+	case 0:
+		return false, nil
+	case -1:
+		return false, fmt.Errorf("session: release %s: %w", l.k, ErrLeaseLost)
+	}
+	if mode == "handover" {
+		return true, nil
+	}
+	if err := unmarkScript.Run(ctx, l.s.rdb, []string{l.s.k.active()}, l.k.String(), strconv.FormatInt(l.token, 10)).Err(); err != nil {
+		return true, l.s.wrap("release "+l.k.String(), err)
+	}
+	return true, nil
+}
+
+// Run renews the lease every LeaseTTL/3 until ctx ends (it then returns nil)
+// or the lease is lost (it returns an error wrapping ErrLeaseLost). While
+// Redis is unreachable it keeps trying until a full LeaseTTL has passed since
+// the last successful renewal, then reports the lease lost. The caller owns
+// the goroutine, typically:
+//
+//	ctx, cancel := context.WithCancelCause(ctx)
+//	go func() { if err := lease.Run(ctx); err != nil { cancel(err) } }()
+func (l *Lease) Run(ctx context.Context) error {
+	ttl := l.s.opt.LeaseTTL
+	last := time.Now()
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, ttl/3)
+		err := l.Renew(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			last = time.Now()
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrLeaseLost):
+			return err
+		case time.Since(last) >= ttl:
+			return fmt.Errorf("session: renew %s: %w: %w", l.k, ErrLeaseLost, err)
+		default:
+			l.s.log.Warn("session: lease renewal failed; retrying", "thread", l.k.String(), "err", err)
+		}
+	}
+}
+
+// Orphans lists threads in the active-turns index whose lease has expired:
+// turns whose replica died (or hand-offs from a graceful shutdown). The
+// caller Acquires each (ErrLeaseHeld means another replica was faster),
+// resumes from the transcript and drains the queue. Entries for threads
+// whose session and queue are gone are pruned.
+func (s *Store) Orphans(ctx context.Context) ([]ThreadKey, error) {
+	members, err := s.rdb.ZRange(ctx, s.k.active(), 0, maxActiveScan-1).Result()
+	if err != nil {
+		return nil, s.wrap("orphans", err)
+	}
+	type probe struct {
+		k           ThreadKey
+		lease, data *redis.IntCmd
+	}
+	probes := make([]probe, 0, len(members))
+	pipe := s.rdb.Pipeline()
+	for _, m := range members {
+		k, err := parseThreadKey(m)
+		if err != nil {
+			s.log.Warn("session: dropping malformed active-turn entry", "key", s.k.active(), "member", m)
+			pipe.ZRem(ctx, s.k.active(), m)
+			continue
+		}
+		tk := s.k.thread(k)
+		probes = append(probes, probe{k: k, lease: pipe.Exists(ctx, tk.lease), data: pipe.Exists(ctx, tk.meta, tk.msgs, tk.queue)})
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, s.wrap("orphans", err)
+	}
+	var out []ThreadKey
+	for _, p := range probes {
+		switch {
+		case p.lease.Val() > 0:
+		case p.data.Val() == 0:
+			if err := s.rdb.ZRem(ctx, s.k.active(), p.k.String()).Err(); err != nil {
+				return nil, s.wrap("orphans", err)
+			}
+		default:
+			out = append(out, p.k)
+		}
+	}
+	return out, nil
+}
+
+// maxActiveScan bounds one Orphans call.
+const maxActiveScan = 10000

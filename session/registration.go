@@ -1,0 +1,204 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxRegistrations bounds the MCP servers one workspace may register, and
+// MaxToolPins the pinned tools of one server.
+const (
+	MaxRegistrations = 100
+	MaxToolPins      = 1000
+)
+
+// Registration is an MCP server a workspace admin added. Record is opaque
+// JSON the caller owns (URL, transport, options); Secrets (header values,
+// API keys) are encrypted at rest and decrypted on read.
+type Registration struct {
+	Name      string
+	Record    json.RawMessage
+	Secrets   map[string]string
+	CreatedBy string
+	Created   time.Time
+}
+
+// storedRegistration is a Registration as kept in Redis: secrets sealed.
+type storedRegistration struct {
+	V         int               `json:"v"`
+	Name      string            `json:"name"`
+	Record    json.RawMessage   `json:"record,omitempty"`
+	Secrets   map[string]sealed `json:"secrets,omitempty"`
+	CreatedBy string            `json:"created_by,omitempty"`
+	Created   time.Time         `json:"created"`
+}
+
+// putRegistrationScript: ARGV = name, value, max → 0 when the workspace is
+// at its bound and name is new.
+var putRegistrationScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`)
+
+// PutRegistration creates or replaces a workspace's registration (by Name).
+// Secret values are sealed with the current SECRET_KEY, bound to team,
+// server name and field; with secrets and no key it fails with
+// ErrNoSecretKey. Created defaults to now. Registrations have no TTL: they
+// are configuration, bounded by MaxRegistrations per workspace.
+func (s *Store) PutRegistration(ctx context.Context, team string, r Registration) error {
+	if err := errors.Join(checkPart("team", team), checkPart("server name", r.Name)); err != nil {
+		return err
+	}
+	if len(r.Record) > 0 && !json.Valid(r.Record) {
+		return fmt.Errorf("session: registration %s: record is not valid JSON", r.Name)
+	}
+	st := storedRegistration{V: 1, Name: r.Name, Record: r.Record, CreatedBy: r.CreatedBy, Created: r.Created}
+	if st.Created.IsZero() {
+		st.Created = time.Now().UTC()
+	}
+	if len(r.Secrets) > 0 {
+		st.Secrets = make(map[string]sealed, len(r.Secrets))
+		for f, v := range r.Secrets {
+			sv, err := s.kek.seal(team, r.Name, f, v)
+			if err != nil {
+				return fmt.Errorf("session: registration %s: sealing %s: %w", r.Name, f, err)
+			}
+			st.Secrets[f] = sv
+		}
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("session: registration %s: %w", r.Name, err)
+	}
+	n, err := putRegistrationScript.Run(ctx, s.rdb, []string{s.k.registrations(team)}, r.Name, b, MaxRegistrations).Int()
+	if err != nil {
+		return s.wrap("put registration "+r.Name, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("session: registration %s: %w (at most %d per workspace)", r.Name, ErrTooMany, MaxRegistrations)
+	}
+	return nil
+}
+
+// Registration returns one registration with its secrets decrypted.
+func (s *Store) Registration(ctx context.Context, team, name string) (Registration, error) {
+	if err := errors.Join(checkPart("team", team), checkPart("server name", name)); err != nil {
+		return Registration{}, err
+	}
+	key := s.k.registrations(team)
+	v, err := s.rdb.HGet(ctx, key, name).Result()
+	if errors.Is(err, redis.Nil) {
+		return Registration{}, fmt.Errorf("session: registration %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Registration{}, s.wrap("registration "+name, err)
+	}
+	return s.openRegistration(key, team, name, v)
+}
+
+// Registrations lists a workspace's registrations by name, secrets
+// decrypted. A record that does not decode or whose secrets do not open
+// fails the whole call with an error naming key and server (ErrNoSecretKey
+// when the key is missing): the caller must not quietly mount fewer servers.
+func (s *Store) Registrations(ctx context.Context, team string) ([]Registration, error) {
+	if err := checkPart("team", team); err != nil {
+		return nil, err
+	}
+	key := s.k.registrations(team)
+	h, err := s.rdb.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, s.wrap("registrations "+team, err)
+	}
+	out := make([]Registration, 0, len(h))
+	for name, v := range h {
+		r, err := s.openRegistration(key, team, name, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Registration) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (s *Store) openRegistration(key, team, name, v string) (Registration, error) {
+	var st storedRegistration
+	if err := json.Unmarshal([]byte(v), &st); err != nil {
+		return Registration{}, fmt.Errorf("session: corrupt registration %q in key %s: %v", name, key, err)
+	}
+	if st.Name != name {
+		return Registration{}, fmt.Errorf("session: corrupt registration %q in key %s: record names %q", name, key, st.Name)
+	}
+	r := Registration{Name: st.Name, Record: st.Record, CreatedBy: st.CreatedBy, Created: st.Created}
+	if len(st.Secrets) > 0 {
+		r.Secrets = make(map[string]string, len(st.Secrets))
+		for f, sv := range st.Secrets {
+			pt, err := s.kek.open(team, name, f, sv)
+			if err != nil {
+				return Registration{}, fmt.Errorf("session: registration %q in key %s: secret %q: %w", name, key, f, err)
+			}
+			r.Secrets[f] = pt
+		}
+	}
+	return r, nil
+}
+
+// DeleteRegistration removes a registration and its tool pins. Deleting an
+// unknown name returns ErrNotFound.
+func (s *Store) DeleteRegistration(ctx context.Context, team, name string) error {
+	if err := errors.Join(checkPart("team", team), checkPart("server name", name)); err != nil {
+		return err
+	}
+	pipe := s.rdb.TxPipeline()
+	del := pipe.HDel(ctx, s.k.registrations(team), name)
+	pipe.Del(ctx, s.k.pins(team, name))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.wrap("delete registration "+name, err)
+	}
+	if del.Val() == 0 {
+		return fmt.Errorf("session: registration %s: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// ToolPins returns the pinned definition hashes of a server's tools (tool
+// name → hash), or an empty map when none are pinned yet.
+func (s *Store) ToolPins(ctx context.Context, team, server string) (map[string]string, error) {
+	if err := errors.Join(checkPart("team", team), checkPart("server name", server)); err != nil {
+		return nil, err
+	}
+	m, err := s.rdb.HGetAll(ctx, s.k.pins(team, server)).Result()
+	if err != nil {
+		return nil, s.wrap("tool pins "+server, err)
+	}
+	return m, nil
+}
+
+// PutToolPins replaces a server's pins atomically (an empty map removes
+// them). At most MaxToolPins tools.
+func (s *Store) PutToolPins(ctx context.Context, team, server string, pins map[string]string) error {
+	if err := errors.Join(checkPart("team", team), checkPart("server name", server)); err != nil {
+		return err
+	}
+	if len(pins) > MaxToolPins {
+		return fmt.Errorf("session: tool pins %s: %w (%d > %d)", server, ErrTooMany, len(pins), MaxToolPins)
+	}
+	key := s.k.pins(team, server)
+	pipe := s.rdb.TxPipeline()
+	pipe.Del(ctx, key)
+	if len(pins) > 0 {
+		pipe.HSet(ctx, key, pins)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.wrap("put tool pins "+server, err)
+	}
+	return nil
+}

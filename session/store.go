@@ -1,0 +1,193 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors callers branch on. Every error the store returns wraps one of these
+// or describes bad input or corrupt data (naming the Redis key).
+var (
+	// ErrNotFound means the thing asked for does not exist (or expired).
+	ErrNotFound = errors.New("session: not found")
+	// ErrStaleFence means a write carried a fencing token that is no longer
+	// the thread's current one: another replica took the thread over. The
+	// writer must stop the turn without further side effects.
+	ErrStaleFence = errors.New("session: stale fencing token")
+	// ErrLeaseHeld means another owner holds the thread's lease.
+	ErrLeaseHeld = errors.New("session: lease held by another owner")
+	// ErrLeaseLost means the lease expired or was taken over; the turn must
+	// stop.
+	ErrLeaseLost = errors.New("session: lease lost")
+	// ErrNoSecretKey means an operation needs SECRET_KEY and none is
+	// configured (or the record was sealed with a key id that is not known).
+	ErrNoSecretKey = errors.New("session: no secret key configured")
+	// ErrUnavailable means Redis could not be reached or did not answer in
+	// time. The operation may or may not have been applied; callers treat it
+	// as "try again later" (the bot does not ack the event).
+	ErrUnavailable = errors.New("session: redis unavailable")
+	// ErrQueueFull means a thread's pending-message queue is at its bound.
+	ErrQueueFull = errors.New("session: thread queue full")
+	// ErrTooMany means a per-workspace bound (registrations, pins) is reached.
+	ErrTooMany = errors.New("session: too many entries")
+)
+
+// IsUnavailable reports whether err means Redis was unreachable.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// Options configure a Store. Zero values mean the defaults noted on each field.
+type Options struct {
+	// URL is a redis:// or rediss:// URL; "" runs an in-process Redis.
+	URL string
+	// Prefix namespaces every key (default "bobbin"). It must not contain
+	// '{' or '}'.
+	Prefix string
+	// SessionTTL is how long a thread's state lives after its last write
+	// (default 30 days).
+	SessionTTL time.Duration
+	// LeaseTTL is the thread lease lifetime; holders renew every LeaseTTL/3
+	// (default 20 s).
+	LeaseTTL time.Duration
+	// DedupeTTL is how long event and message identities are remembered
+	// (default and minimum 24 h).
+	DedupeTTL time.Duration
+	// ApprovalRetention is how long a decided or expired approval record is
+	// kept after its expiry, so late clicks get a precise answer (default
+	// 24 h).
+	ApprovalRetention time.Duration
+	// SecretKey is the 32-byte key-encryption key for registration secrets
+	// (see DecodeSecretKey); nil makes operations that need it fail with
+	// ErrNoSecretKey.
+	SecretKey []byte
+	// SecretKeyID names SecretKey in sealed records (default KeyID(SecretKey)).
+	SecretKeyID string
+	// OldSecretKeys are previous keys by id, used only to open records sealed
+	// before a rotation.
+	OldSecretKeys map[string][]byte
+	// DialTimeout bounds connecting (default 2 s); ReadTimeout and
+	// WriteTimeout bound a command (default 3 s).
+	DialTimeout, ReadTimeout, WriteTimeout time.Duration
+	// Logger receives warnings; nil discards. Secrets are never logged.
+	Logger *slog.Logger
+}
+
+// Store is the Redis-backed state shared by all replicas. It is safe for
+// concurrent use. Close it when done.
+type Store struct {
+	rdb  *redis.Client
+	mini *miniredis.Miniredis // nil unless embedded
+	k    keys
+	opt  Options
+	log  *slog.Logger
+	kek  *keyring
+}
+
+// Open connects to Redis (or starts the embedded one) and checks it answers.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	opts.Prefix = cmp.Or(opts.Prefix, "bobbin")
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		return nil, fmt.Errorf("session: prefix %q must not contain braces", opts.Prefix)
+	}
+	opts.SessionTTL = cmp.Or(opts.SessionTTL, 30*24*time.Hour)
+	opts.LeaseTTL = cmp.Or(opts.LeaseTTL, 20*time.Second)
+	opts.DedupeTTL = max(cmp.Or(opts.DedupeTTL, 24*time.Hour), 24*time.Hour)
+	opts.ApprovalRetention = cmp.Or(opts.ApprovalRetention, 24*time.Hour)
+	opts.DialTimeout = cmp.Or(opts.DialTimeout, 2*time.Second)
+	opts.ReadTimeout = cmp.Or(opts.ReadTimeout, 3*time.Second)
+	opts.WriteTimeout = cmp.Or(opts.WriteTimeout, 3*time.Second)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	kr, err := newKeyring(opts.SecretKey, opts.SecretKeyID, opts.OldSecretKeys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{k: keys{prefix: opts.Prefix}, opt: opts, log: log, kek: kr}
+
+	var ro *redis.Options
+	if opts.URL == "" {
+		m := miniredis.NewMiniRedis()
+		m.ClockTTL(true) // keys must expire in real time: leases depend on it
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("session: starting embedded redis: %w", err)
+		}
+		s.mini = m
+		ro = &redis.Options{Addr: m.Addr()}
+		log.Warn("session: REDIS_URL is empty: using an in-process Redis; state will not survive a restart and only one replica may run")
+	} else {
+		ro, err = redis.ParseURL(opts.URL)
+		if err != nil {
+			// url.Parse errors quote the URL, password included: say less.
+			return nil, errors.New("session: REDIS_URL is not a valid redis:// or rediss:// URL")
+		}
+	}
+	ro.DialTimeout = opts.DialTimeout
+	ro.ReadTimeout = opts.ReadTimeout
+	ro.WriteTimeout = opts.WriteTimeout
+	ro.MaxRetries = 1
+	ro.ContextTimeoutEnabled = true
+	ro.DisableIdentity = true // CLIENT SETINFO is noise on old servers and miniredis
+	s.rdb = redis.NewClient(ro)
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the connections and stops the embedded Redis, if any.
+func (s *Store) Close() error {
+	err := s.rdb.Close()
+	if s.mini != nil {
+		s.mini.Close()
+	}
+	return err
+}
+
+// Ping checks that Redis answers (for /readyz).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return s.wrap("ping", err)
+	}
+	return nil
+}
+
+// wrap turns a go-redis error into a store error, marking connectivity
+// failures with ErrUnavailable.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if unavailable(err) {
+		return fmt.Errorf("session: %s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("session: %s: %w", op, err)
+}
+
+func unavailable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "READONLY") ||
+		strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN")
+}
