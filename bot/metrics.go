@@ -1,0 +1,81 @@
+package bot
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the bot's Prometheus instruments, registered on a registry the
+// caller owns (one per process; no globals).
+type Metrics struct {
+	Turns           *prometheus.CounterVec
+	TurnDuration    prometheus.Histogram
+	FirstText       prometheus.Histogram
+	SlackCalls      *prometheus.CounterVec
+	RateLimited     *prometheus.CounterVec
+	ToolCalls       *prometheus.CounterVec
+	Tokens          *prometheus.CounterVec
+	ActiveTurns     prometheus.Gauge
+	Sockets         prometheus.Gauge
+	Deduped         prometheus.Counter
+	Events          *prometheus.CounterVec
+	AckLatency      prometheus.Histogram
+	QueuedMessages  prometheus.Counter
+	UserRateLimited prometheus.Counter
+}
+
+// NewMetrics creates the instruments and registers them on reg; a nil reg
+// leaves them unregistered (tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_turns_total", Help: "Turns finished, by outcome.",
+		}, []string{"outcome"}),
+		TurnDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "bobbin_turn_duration_seconds", Help: "Wall time of a turn.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
+		}),
+		FirstText: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "bobbin_first_visible_text_seconds", Help: "Time from the model's first text to its first appearance in Slack.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+		}),
+		SlackCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_slack_calls_total", Help: "Slack Web API calls, by method and status (ok or the Slack error code).",
+		}, []string{"method", "status"}),
+		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_slack_ratelimited_total", Help: "Slack Web API calls answered 429, by method.",
+		}, []string{"method"}),
+		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_tool_calls_total", Help: "Tool calls, by decision and result.",
+		}, []string{"decision", "result"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_tokens_total", Help: "Model tokens, by kind (input, output, cache_read).",
+		}, []string{"kind"}),
+		ActiveTurns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bobbin_active_turns", Help: "Turns running in this process.",
+		}),
+		Sockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bobbin_socket_connections", Help: "Open socket-mode connections of this process.",
+		}),
+		Deduped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bobbin_events_deduped_total", Help: "Events dropped as duplicates.",
+		}),
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_envelopes_total", Help: "Socket-mode envelopes received, by type.",
+		}, []string{"type"}),
+		AckLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "bobbin_ack_latency_seconds", Help: "Time from receiving an envelope to its ack.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 13),
+		}),
+		QueuedMessages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bobbin_queued_messages_total", Help: "Messages queued behind a running turn.",
+		}),
+		UserRateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bobbin_user_rate_limited_total", Help: "Messages refused by the per-person turn budget.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
+			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited)
+	}
+	return m
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v10"
+)
+
+// config is the whole configuration, read from the environment. The env
+// names are a contract documented in README.md: extend, never rename.
+type config struct {
+	SlackBotToken string `env:"SLACK_BOT_TOKEN,required"`
+	SlackAppToken string `env:"SLACK_APP_TOKEN,required"`
+	SlackAPIURL   string `env:"SLACK_API_URL" envDefault:"https://slack.com/api/"`
+
+	RedisURL string `env:"REDIS_URL"`
+
+	LLMProvider      string `env:"LLM_PROVIDER,required"`
+	LLMBaseURL       string `env:"LLM_BASE_URL"`
+	LLMAPIKey        string `env:"LLM_API_KEY"`
+	LLMModel         string `env:"LLM_MODEL,required"`
+	LLMContextWindow int    `env:"LLM_CONTEXT_WINDOW" envDefault:"128000"`
+	LLMMaxTokens     int    `env:"LLM_MAX_TOKENS" envDefault:"4096"`
+	LLMSystemPrompt  string `env:"LLM_SYSTEM_PROMPT"`
+
+	MCPConfig               string `env:"MCP_CONFIG"`
+	MCPAllowPrivateNetworks bool   `env:"MCP_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
+
+	BotAdmins []string `env:"BOT_ADMINS" envSeparator:","`
+	SecretKey string   `env:"SECRET_KEY"`
+
+	StreamMode         string        `env:"STREAM_MODE" envDefault:"edit"`
+	StreamEditInterval time.Duration `env:"STREAM_EDIT_INTERVAL" envDefault:"1s"`
+	ApprovalTimeout    time.Duration `env:"APPROVAL_TIMEOUT" envDefault:"10m"`
+	SessionTTL         time.Duration `env:"SESSION_TTL" envDefault:"720h"`
+	MaxConcurrentTurns int           `env:"MAX_CONCURRENT_TURNS" envDefault:"32"`
+	UserTurnsPerMinute int           `env:"USER_TURNS_PER_MINUTE" envDefault:"10"`
+	SocketConnections  int           `env:"SOCKET_CONNECTIONS" envDefault:"1"`
+	AllowBotMessages   bool          `env:"ALLOW_BOT_MESSAGES" envDefault:"false"`
+	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" envDefault:"25s"`
+
+	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
+	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
+
+	// Derived by loadConfig.
+	secretKey []byte
+	logLevel  slog.Level
+}
+
+// loadConfig reads and validates the configuration, reporting every problem
+// at once. Error texts name variables, never their values.
+func loadConfig(getenv func(string) string) (config, error) {
+	var c config
+	params, err := env.GetFieldParams(&c)
+	if err != nil {
+		return c, err
+	}
+	environ := make(map[string]string, len(params))
+	for _, p := range params {
+		if v := getenv(p.Key); v != "" {
+			environ[p.Key] = v
+		}
+	}
+	var errs []error
+	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
+		var agg env.AggregateError
+		if errors.As(err, &agg) {
+			errs = append(errs, agg.Errors...)
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	if c.SlackBotToken != "" && !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
+		bad("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
+	}
+	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+		bad("SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+	}
+	if !httpURL(c.SlackAPIURL) {
+		bad("SLACK_API_URL must be an http(s) URL")
+	} else if !strings.HasSuffix(c.SlackAPIURL, "/") {
+		c.SlackAPIURL += "/" // slack-go appends method names
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+			bad("REDIS_URL must be a redis://, rediss:// or unix:// URL")
+		}
+	}
+	switch c.LLMProvider {
+	case "", "openai", "anthropic":
+	default:
+		bad("LLM_PROVIDER must be openai or anthropic")
+	}
+	if c.LLMBaseURL != "" && !httpURL(c.LLMBaseURL) {
+		bad("LLM_BASE_URL must be an http(s) URL")
+	}
+	if c.LLMContextWindow < 1024 {
+		bad("LLM_CONTEXT_WINDOW must be at least 1024")
+	}
+	if c.LLMMaxTokens < 0 {
+		bad("LLM_MAX_TOKENS must not be negative")
+	}
+	if c.SecretKey != "" {
+		k, err := base64.StdEncoding.DecodeString(c.SecretKey)
+		if err != nil || len(k) != 32 {
+			bad("SECRET_KEY must be 32 bytes, base64-encoded (openssl rand -base64 32)")
+		}
+		c.secretKey = k
+	}
+	for i, a := range c.BotAdmins {
+		c.BotAdmins[i] = strings.TrimSpace(a)
+	}
+	switch c.StreamMode {
+	case "edit", "native", "auto":
+	default:
+		bad("STREAM_MODE must be edit, native or auto")
+	}
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"STREAM_EDIT_INTERVAL", c.StreamEditInterval},
+		{"APPROVAL_TIMEOUT", c.ApprovalTimeout},
+		{"SESSION_TTL", c.SessionTTL},
+		{"SHUTDOWN_GRACE", c.ShutdownGrace},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			bad("%s must be a positive duration", p.name)
+		}
+	}
+	if c.MaxConcurrentTurns < 1 {
+		bad("MAX_CONCURRENT_TURNS must be at least 1")
+	}
+	if c.UserTurnsPerMinute < 1 {
+		bad("USER_TURNS_PER_MINUTE must be at least 1")
+	}
+	if c.SocketConnections < 1 || c.SocketConnections > 10 {
+		bad("SOCKET_CONNECTIONS must be between 1 and 10")
+	}
+	if err := c.logLevel.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("LOG_LEVEL must be debug, info, warn or error")
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		bad("LOG_FORMAT must be json or text")
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration:\n%w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}

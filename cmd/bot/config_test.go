@@ -1,0 +1,108 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func envFunc(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func goodEnv() map[string]string {
+	return map[string]string{
+		"SLACK_BOT_TOKEN": "xoxb-1-2-abc",
+		"SLACK_APP_TOKEN": "xapp-1-A1-2-def",
+		"LLM_PROVIDER":    "openai",
+		"LLM_MODEL":       "gpt-4o",
+	}
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := loadConfig(envFunc(goodEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{
+		"api":      c.SlackAPIURL,
+		"mode":     c.StreamMode,
+		"interval": c.StreamEditInterval,
+		"approval": c.ApprovalTimeout,
+		"ttl":      c.SessionTTL,
+		"turns":    c.MaxConcurrentTurns,
+		"user":     c.UserTurnsPerMinute,
+		"addr":     c.HTTPAddr,
+		"format":   c.LogFormat,
+		"sockets":  c.SocketConnections,
+		"redis":    c.RedisURL,
+	}
+	want := map[string]any{
+		"api":      "https://slack.com/api/",
+		"mode":     "edit",
+		"interval": time.Second,
+		"approval": 10 * time.Minute,
+		"ttl":      720 * time.Hour,
+		"turns":    32,
+		"user":     10,
+		"addr":     ":8080",
+		"format":   "json",
+		"sockets":  1,
+		"redis":    "",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfigParses(t *testing.T) {
+	e := goodEnv()
+	e["SLACK_API_URL"] = "http://127.0.0.1:9999/api"
+	e["BOT_ADMINS"] = "U1, U2"
+	e["SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	e["STREAM_EDIT_INTERVAL"] = "250ms"
+	e["LOG_LEVEL"] = "debug"
+	c, err := loadConfig(envFunc(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SlackAPIURL != "http://127.0.0.1:9999/api/" {
+		t.Errorf("SlackAPIURL = %q, want a trailing slash added", c.SlackAPIURL)
+	}
+	if diff := cmp.Diff([]string{"U1", "U2"}, c.BotAdmins); diff != "" {
+		t.Errorf("BotAdmins (-want +got):\n%s", diff)
+	}
+	if len(c.secretKey) != 32 || c.StreamEditInterval != 250*time.Millisecond || c.logLevel.String() != "DEBUG" {
+		t.Errorf("parsed key %d bytes, interval %v, level %v", len(c.secretKey), c.StreamEditInterval, c.logLevel)
+	}
+}
+
+// TestLoadConfigReportsAll checks that every problem is reported in one
+// error and that no value (tokens) is echoed.
+func TestLoadConfigReportsAll(t *testing.T) {
+	e := map[string]string{
+		"SLACK_BOT_TOKEN":      "xoxp-user-token-canary",
+		"LLM_PROVIDER":         "gemini",
+		"STREAM_MODE":          "fast",
+		"SECRET_KEY":           "c2hvcnQ=",
+		"MAX_CONCURRENT_TURNS": "0",
+		"STREAM_EDIT_INTERVAL": "soon",
+		"LOG_FORMAT":           "xml",
+		"SLACK_API_URL":        "ftp://x",
+	}
+	_, err := loadConfig(envFunc(e))
+	if err == nil {
+		t.Fatal("loadConfig accepted a broken environment")
+	}
+	msg := err.Error()
+	for _, want := range []string{"SLACK_APP_TOKEN", "LLM_MODEL", "SLACK_BOT_TOKEN must", "LLM_PROVIDER must", "STREAM_MODE", "SECRET_KEY", "MAX_CONCURRENT_TURNS", "STREAM_EDIT_INTERVAL", "LOG_FORMAT", "SLACK_API_URL"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not mention %s:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "canary") {
+		t.Errorf("error echoes a token value:\n%s", msg)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/dlclark/regexp2"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+)
+
+// ecmaRegexp adapts regexp2 to jsonschema: Slack's schema uses look-ahead,
+// which Go's RE2 rejects.
+type ecmaRegexp struct{ re *regexp2.Regexp }
+
+func (r ecmaRegexp) MatchString(s string) bool {
+	ok, err := r.re.MatchString(s)
+	return err == nil && ok
+}
+
+func (r ecmaRegexp) String() string { return r.re.String() }
+
+func manifestSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open("testdata/manifest.schema.1.0.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseRegexpEngine(func(s string) (jsonschema.Regexp, error) {
+		re, err := regexp2.Compile(s, regexp2.ECMAScript)
+		if err != nil {
+			return nil, err
+		}
+		return ecmaRegexp{re}, nil
+	})
+	if err := c.AddResource("manifest.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("manifest.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+// yamlToJSONValue decodes YAML into the value shape jsonschema validates.
+func yamlToJSONValue(t *testing.T, y []byte) (any, map[string]any) {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal(y, &m); err != nil {
+		t.Fatal(err)
+	}
+	j, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, m
+}
+
+func TestManifestValidates(t *testing.T) {
+	sch := manifestSchema(t)
+	raw, err := os.ReadFile("../../manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, m := yamlToJSONValue(t, raw)
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("manifest.yaml does not match Slack's schema: %v", err)
+	}
+
+	settings := m["settings"].(map[string]any)
+	if settings["socket_mode_enabled"] != true {
+		t.Error("socket_mode_enabled is not true")
+	}
+	if settings["interactivity"].(map[string]any)["is_enabled"] != true {
+		t.Error("interactivity is not enabled")
+	}
+	strs := func(v any) []string {
+		var out []string
+		for _, s := range v.([]any) {
+			out = append(out, s.(string))
+		}
+		return out
+	}
+	events := strs(settings["event_subscriptions"].(map[string]any)["bot_events"])
+	for _, e := range []string{"app_mention", "message.channels", "message.groups", "message.im", "assistant_thread_started", "assistant_thread_context_changed"} {
+		if !slices.Contains(events, e) {
+			t.Errorf("bot event %s missing", e)
+		}
+	}
+	scopes := strs(m["oauth_config"].(map[string]any)["scopes"].(map[string]any)["bot"])
+	for _, s := range []string{"app_mentions:read", "chat:write", "channels:history", "groups:history", "im:history", "im:read", "im:write", "users:read", "commands", "assistant:write", "reactions:write", "team:read"} {
+		if !slices.Contains(scopes, s) {
+			t.Errorf("bot scope %s missing", s)
+		}
+	}
+	features := m["features"].(map[string]any)
+	if cmd := features["slash_commands"].([]any)[0].(map[string]any)["command"]; cmd != "/bobbin" {
+		t.Errorf("slash command = %v, want /bobbin", cmd)
+	}
+	if _, ok := features["assistant_view"]; !ok {
+		t.Error("assistant_view missing")
+	}
+}
+
+// TestManifestSchemaRejects shows the validator is live: the upstream valid
+// manifest passes and broken variants fail.
+func TestManifestSchemaRejects(t *testing.T) {
+	sch := manifestSchema(t)
+	good, err := os.ReadFile("testdata/manifest.v1.valid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("upstream valid manifest rejected: %v", err)
+	}
+	bad := map[string]string{
+		"command without slash": `{"display_information":{"name":"x"},"features":{"slash_commands":[{"command":"bobbin","description":"d"}]}}`,
+		"unknown setting":       `{"display_information":{"name":"x"},"settings":{"socket_mode":true}}`,
+		"no name":               `{"display_information":{}}`,
+	}
+	for name, doc := range bad {
+		t.Run(name, func(t *testing.T) {
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(doc)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sch.Validate(v); err == nil {
+				t.Errorf("schema accepted %s", doc)
+			}
+		})
+	}
+}
