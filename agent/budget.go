@@ -3,6 +3,8 @@ package agent
 import (
 	"strconv"
 	"strings"
+
+	"github.com/bobbinbot/bobbin/provider"
 )
 
 // Anchor is the last usage the provider reported for this session, so the
@@ -74,4 +76,81 @@ func modelVersion(m string) (major, minor int) {
 		return major, minor
 	}
 	return 0, 0
+}
+
+// budget estimates the next request's input tokens: the last reported usage
+// (the anchor) plus the calibrated local count of every message added since,
+// or, with no usable anchor, the calibrated local count of everything.
+// Message counts are kept as prefix sums so appending is O(1) and the
+// history is never re-counted.
+type budget struct {
+	c      *Counter
+	model  string
+	ratio  float64
+	anchor Anchor
+	fixed  int   // local tokens of the system prompt and tools
+	prefix []int // prefix[i] = local tokens of history[:i]
+}
+
+func newBudget(c *Counter, model string, ratio float64, anchor Anchor, system string, tools []provider.ToolSpec, history []provider.Message) *budget {
+	if ratio <= 0 {
+		ratio = seedRatio(model)
+	}
+	b := &budget{c: c, model: model, ratio: clampRatio(ratio), anchor: anchor}
+	if system != "" {
+		b.fixed = msgOverhead + c.Count(system)
+	}
+	b.fixed += c.CountTools(tools)
+	b.reset(history)
+	return b
+}
+
+// reset recounts the history (cached per message) and drops the anchor if
+// it no longer fits.
+func (b *budget) reset(history []provider.Message) {
+	b.prefix = make([]int, 1, len(history)+16)
+	b.add(history...)
+	if b.anchor.Model != b.model || b.anchor.Messages <= 0 || b.anchor.Messages > len(history) {
+		b.anchor = Anchor{}
+	}
+}
+
+// add counts messages appended to the history.
+func (b *budget) add(msgs ...provider.Message) {
+	for _, m := range msgs {
+		b.prefix = append(b.prefix, b.prefix[len(b.prefix)-1]+b.c.CountMessage(m))
+	}
+}
+
+func (b *budget) len() int { return len(b.prefix) - 1 }
+
+// estimate returns the expected input tokens of a request carrying the
+// whole history.
+func (b *budget) estimate() int {
+	n := b.len()
+	if !b.anchor.IsZero() && b.anchor.Messages <= n {
+		since := b.prefix[n] - b.prefix[b.anchor.Messages]
+		return b.anchor.InputTokens + b.anchor.OutputTokens + int(b.ratio*float64(since)+0.5)
+	}
+	return int(b.ratio*float64(b.fixed+b.prefix[n]) + 0.5)
+}
+
+// observe learns from the usage reported for a request that carried the
+// first reqMessages history messages; the response message must already be
+// added. The ratio moves a fifth of the way towards reported/local (this is
+// providers.md's r ← 0.8·r + 0.2·r·P/E with E = r·local), clamped to
+// [0.5, 2.5], and the anchor moves to this response.
+func (b *budget) observe(reqMessages int, u provider.Usage) {
+	if !u.Known || u.InputTokens <= 0 || reqMessages > b.len() {
+		return
+	}
+	if local := b.fixed + b.prefix[reqMessages]; local > 0 {
+		sample := float64(u.InputTokens) / float64(local)
+		b.ratio = clampRatio((1-ratioWeight)*b.ratio + ratioWeight*sample)
+	}
+	b.anchor = Anchor{Model: b.model, Messages: min(reqMessages+1, b.len()), InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+}
+
+func clampRatio(r float64) float64 {
+	return max(minRatio, min(maxRatio, r))
 }
