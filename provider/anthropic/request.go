@@ -99,8 +99,10 @@ func buildRequest(req provider.Request, maxTokens int, caching bool, log *slog.L
 		Stream:      true,
 	}
 	msgs := req.Messages
-	// Leading system messages are the system prompt.
-	for len(msgs) > 0 && msgs[0].Role == provider.RoleSystem {
+	// Leading system messages are the system prompt. A compaction summary
+	// is not: it changes at every compaction, and as user text it keeps the
+	// cached system prefix byte-stable.
+	for len(msgs) > 0 && msgs[0].Role == provider.RoleSystem && !msgs[0].Summary {
 		if msgs[0].Content != "" {
 			w.System = append(w.System, textBlock{Type: "text", Text: msgs[0].Content})
 		}

@@ -104,7 +104,7 @@ func TestRequestShaping(t *testing.T) {
 			"system":[{"type":"text","text":"You are Bobbin."}],
 			"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
 	}, {
-		name: "mid-conversation system becomes user text merged with the next user message",
+		name: "summary and later system messages become user text merged with adjacent user text",
 		req: provider.Request{Model: "m", Messages: []provider.Message{sys,
 			{Role: provider.RoleSystem, Content: "Summary of earlier talk.", Summary: true},
 			user("go on"),
@@ -112,9 +112,9 @@ func TestRequestShaping(t *testing.T) {
 			{Role: provider.RoleSystem, Content: "Later summary."},
 		}},
 		want: `{"model":"m","max_tokens":4096,"stream":true,
-			"system":[{"type":"text","text":"You are Bobbin."},{"type":"text","text":"Summary of earlier talk."}],
+			"system":[{"type":"text","text":"You are Bobbin."}],
 			"messages":[
-				{"role":"user","content":[{"type":"text","text":"go on"}]},
+				{"role":"user","content":[{"type":"text","text":"Summary of earlier talk."},{"type":"text","text":"go on"}]},
 				{"role":"assistant","content":[{"type":"text","text":"ok"}]},
 				{"role":"user","content":[{"type":"text","text":"Later summary."}]}]}`,
 	}, {
