@@ -95,16 +95,20 @@ func TestEmulatorFailures(t *testing.T) {
 			}
 		},
 	}, {
-		name:  "mid-stream error keeps partial text",
-		setup: func(emu *llmemu.Server) { emu.Enqueue(llmemu.Reply{Text: "one two three four", CutAfter: 2, Error: &llmemu.ErrorReply{MidStream: true}}) },
+		name: "mid-stream error keeps partial text",
+		setup: func(emu *llmemu.Server) {
+			emu.Enqueue(llmemu.Reply{Text: "one two three four", CutAfter: 2, Error: &llmemu.ErrorReply{MidStream: true}})
+		},
 		check: func(t *testing.T, evs []provider.Event, err error) {
 			if len(evs) != 2 || !provider.IsRetryable(err) {
 				t.Errorf("got %d events, err %v; want 2 deltas and a retryable error", len(evs), err)
 			}
 		},
 	}, {
-		name:  "truncated",
-		setup: func(emu *llmemu.Server) { emu.Enqueue(llmemu.Reply{Text: "one two three", CutAfter: 1, Truncate: true}) },
+		name: "truncated",
+		setup: func(emu *llmemu.Server) {
+			emu.Enqueue(llmemu.Reply{Text: "one two three", CutAfter: 1, Truncate: true})
+		},
 		check: func(t *testing.T, evs []provider.Event, err error) {
 			if len(evs) != 1 || !errors.Is(err, provider.ErrTruncated) {
 				t.Errorf("got %d events, err %v; want 1 delta and ErrTruncated", len(evs), err)
