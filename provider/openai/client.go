@@ -1,0 +1,165 @@
+// Package openai is the streaming client for OpenAI-compatible Chat
+// Completions endpoints (OpenAI, DeepSeek, OpenRouter, Ollama, vLLM, LM
+// Studio, llama.cpp). It shapes provider.Request into a chat/completions
+// body and normalizes the server's SSE chunks into provider.Event values,
+// smoothing over the servers' differences (where usage arrives, tool-call
+// indexing, reasoning fields, mid-stream error shapes).
+//
+// openai may import provider and its internal packages; it must not import
+// agent, bot, session, mcp, slack-go, go-redis or the MCP SDK.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/sse"
+	"github.com/bobbinbot/bobbin/provider/internal/transport"
+)
+
+// DefaultBaseURL is used when Options.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Options configure a Client. Zero values mean defaults.
+type Options struct {
+	provider.ClientOptions
+	// MidConversationSystem keeps a system message that follows other
+	// messages (a compaction summary) as a system message. The default,
+	// false, sends it as a user message, because many local templates
+	// (Qwen, Llama, Gemma) reject a non-leading system message with a 400.
+	// OpenAI, DeepSeek and OpenRouter accept it.
+	MidConversationSystem bool
+	// IncludeUsage asks for the final usage chunk
+	// (stream_options.include_usage); nil means true. Set it to false for
+	// servers that reject stream_options.
+	IncludeUsage *bool
+	// MaxCompletionTokens sends Request.MaxTokens as max_completion_tokens
+	// (required by OpenAI's reasoning models) instead of max_tokens (which
+	// every compatible server understands).
+	MaxCompletionTokens bool
+}
+
+// Client streams chat completions. It is safe for concurrent use.
+type Client struct {
+	opts Options
+	url  string
+	log  *slog.Logger
+	t    *transport.Client
+}
+
+var _ provider.Provider = (*Client)(nil)
+
+// New returns a Client for opts.
+func New(opts Options) *Client {
+	base := strings.TrimRight(opts.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{
+		opts: opts,
+		url:  base + "/chat/completions",
+		log:  log,
+		t:    transport.New(transport.Config{Provider: "openai", Options: opts.ClientOptions, DecodeError: decodeHTTPError}),
+	}
+}
+
+// Stream sends req and yields the normalized events of the answer: text
+// and reasoning deltas as they arrive, then each complete tool call (only
+// when the model stopped to use tools), then one EventDone. On failure the
+// error is the last pair; events already yielded stay valid. Breaking out of
+// the loop cancels the request. Retries happen only before the first byte.
+func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[provider.Event, error] {
+	return func(yield func(provider.Event, error) bool) {
+		body, err := c.requestBody(req)
+		if err != nil {
+			yield(provider.Event{}, fmt.Errorf("openai: encoding request: %w", err))
+			return
+		}
+		var hdr http.Header
+		if c.opts.APIKey != "" {
+			hdr = http.Header{"Authorization": {"Bearer " + c.opts.APIKey}}
+		}
+		s, err := c.t.Post(ctx, c.url, hdr, body)
+		if err != nil {
+			var ae *provider.APIError
+			if !errors.As(err, &ae) {
+				// An APIError names the provider itself.
+				err = fmt.Errorf("openai: request: %w", err)
+			}
+			yield(provider.Event{}, err)
+			return
+		}
+		defer s.Close()
+		c.decode(ctx, s, yield)
+	}
+}
+
+// decode reads the SSE body of s and yields events.
+func (c *Client) decode(ctx context.Context, s *transport.Stream, yield func(provider.Event, error) bool) {
+	r := sse.NewReader(s, 0)
+	var d decoder
+	sawDone := false
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			yield(provider.Event{}, c.readError(ctx, s, err))
+			return
+		}
+		s.Touch()
+		if ev.Data == "[DONE]" {
+			sawDone = true
+			break
+		}
+		evs, err := d.feed(ev.Data)
+		for _, e := range evs {
+			if !yield(e, nil) {
+				return
+			}
+		}
+		if err != nil {
+			// A mid-stream APIError or a malformed chunk.
+			var ae *provider.APIError
+			if errors.As(err, &ae) {
+				ae.Message = c.t.ScrubString(ae.Message)
+			} else {
+				err = fmt.Errorf("openai: stream: %w", err)
+			}
+			yield(provider.Event{}, c.t.Scrub(err))
+			return
+		}
+	}
+	evs, err := d.end(sawDone)
+	if err != nil {
+		yield(provider.Event{}, fmt.Errorf("openai: stream: %w", err))
+		return
+	}
+	for _, e := range evs {
+		if !yield(e, nil) {
+			return
+		}
+	}
+}
+
+// readError wraps a failure to read the body. Unless the caller cancelled,
+// the stream is cut short, so the error also matches provider.ErrTruncated.
+func (c *Client) readError(ctx context.Context, s *transport.Stream, err error) error {
+	err = s.Err(err)
+	if ctx.Err() != nil || errors.Is(err, sse.ErrTooLarge) {
+		return fmt.Errorf("openai: stream: %w", err)
+	}
+	return fmt.Errorf("openai: stream: %w: %w", provider.ErrTruncated, err)
+}
