@@ -1,0 +1,462 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bobbinbot/bobbin/provider"
+)
+
+func TestLeaseExclusiveAndFenced(t *testing.T) {
+	s := newStore(t, Options{LeaseTTL: 200 * time.Millisecond})
+	ctx := ctxT(t)
+	k := testThread()
+
+	a, err := s.Acquire(ctx, k, "replicaA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, k, "replicaB"); !errors.Is(err, ErrLeaseHeld) {
+		t.Fatalf("second Acquire: err = %v, want ErrLeaseHeld", err)
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("Renew while held: %v", err)
+	}
+	msg := provider.Message{Role: provider.RoleUser, Content: "x"}
+	if err := s.Append(ctx, k, a.Token(), msg); err != nil {
+		t.Fatal(err)
+	}
+
+	// A pauses past its TTL; B takes over with a larger token.
+	waitExpired(t, s, k)
+	b, err := s.Acquire(ctx, k, "replicaB")
+	if err != nil {
+		t.Fatalf("Acquire after expiry: %v", err)
+	}
+	if b.Token() <= a.Token() {
+		t.Errorf("tokens %d then %d, want increasing", a.Token(), b.Token())
+	}
+	for name, write := range map[string]func() error{
+		"append":    func() error { return s.Append(ctx, k, a.Token(), msg) },
+		"replace":   func() error { return s.Replace(ctx, k, a.Token(), nil) },
+		"save meta": func() error { return s.SaveMeta(ctx, k, a.Token(), Meta{}) },
+		"dequeue":   func() error { _, _, err := s.Dequeue(ctx, k, a.Token()); return err },
+	} {
+		if err := write(); !errors.Is(err, ErrStaleFence) {
+			t.Errorf("%s with the stale token: err = %v, want ErrStaleFence", name, err)
+		}
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("stale Renew: err = %v, want ErrLeaseLost", err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("stale Release: err = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Append(ctx, k, b.Token(), msg); err != nil {
+		t.Errorf("Append by the new holder: %v", err)
+	}
+	_, got, _ := s.Load(ctx, k)
+	if len(got) != 2 {
+		t.Errorf("transcript has %d messages, want 2", len(got))
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Acquire(ctx, k, "replicaC")
+	if err != nil {
+		t.Fatalf("Acquire after Release: %v", err)
+	}
+	if c.Token() <= b.Token() {
+		t.Errorf("token after release %d, want > %d", c.Token(), b.Token())
+	}
+	_ = c.Release(ctx)
+}
+
+// waitExpired waits (by polling Redis, not by timing) until the lease key is
+// gone.
+func waitExpired(t *testing.T, s *Store, k ThreadKey) {
+	t.Helper()
+	for i := 0; ; i++ {
+		n, err := s.rdb.Exists(context.Background(), s.k.thread(k).lease).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if i > 1000 {
+			t.Fatal("lease never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestLeaseRun(t *testing.T) {
+	s := newStore(t, Options{LeaseTTL: 150 * time.Millisecond})
+	ctx := ctxT(t)
+	k := testThread()
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- l.Run(runCtx) }()
+	// Held across several TTLs thanks to renewal.
+	for range 4 {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := s.Acquire(ctx, k, "r2"); !errors.Is(err, ErrLeaseHeld) {
+			t.Fatalf("Acquire while Run renews: err = %v, want ErrLeaseHeld", err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+
+	// Losing the lease ends Run with ErrLeaseLost.
+	go func() { done <- l.Run(ctx) }()
+	s.rdb.Del(ctx, s.k.thread(k).lease)
+	if err := <-done; !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Run after loss = %v, want ErrLeaseLost", err)
+	}
+}
+
+func TestQueueAndReleaseIfIdle(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+
+	// Nobody holds the thread: the enqueuer is told to acquire.
+	leased, err := s.Enqueue(ctx, k, []byte("m1"))
+	if err != nil || leased {
+		t.Fatalf("Enqueue on a free thread = %v, %v; want false, nil", leased, err)
+	}
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leased, err := s.Enqueue(ctx, k, []byte("m2")); err != nil || !leased {
+		t.Fatalf("Enqueue on a held thread = %v, %v; want true, nil", leased, err)
+	}
+	if n, _ := s.QueueLen(ctx, k); n != 2 {
+		t.Errorf("QueueLen = %d, want 2", n)
+	}
+	p, ok, err := s.Dequeue(ctx, k, l.Token())
+	if err != nil || !ok || string(p) != "m1" {
+		t.Fatalf("Dequeue = %q, %v, %v; want m1", p, ok, err)
+	}
+	// Not idle: the lease is kept.
+	if rel, err := l.ReleaseIfIdle(ctx); err != nil || rel {
+		t.Fatalf("ReleaseIfIdle with a queued message = %v, %v; want false", rel, err)
+	}
+	p, ok, _ = s.Dequeue(ctx, k, l.Token())
+	if !ok || string(p) != "m2" {
+		t.Fatalf("Dequeue = %q, %v; want m2", p, ok)
+	}
+	if _, ok, _ := s.Dequeue(ctx, k, l.Token()); ok {
+		t.Fatal("Dequeue of an empty queue reported a payload")
+	}
+	if rel, err := l.ReleaseIfIdle(ctx); err != nil || !rel {
+		t.Fatalf("ReleaseIfIdle on an empty queue = %v, %v; want true", rel, err)
+	}
+	if n, _ := s.rdb.ZScore(ctx, s.k.active(), k.String()).Result(); n != 0 {
+		t.Errorf("thread still in the active index after release")
+	}
+}
+
+func TestQueueBound(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	pipe := s.rdb.Pipeline()
+	for range MaxQueue {
+		pipe.RPush(ctx, s.k.thread(k).queue, "x")
+	}
+	pipe.PExpire(ctx, s.k.thread(k).queue, time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enqueue(ctx, k, []byte("one too many")); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("Enqueue on a full queue: err = %v, want ErrQueueFull", err)
+	}
+}
+
+func TestOrphans(t *testing.T) {
+	s := newStore(t, Options{LeaseTTL: 150 * time.Millisecond})
+	ctx := ctxT(t)
+	dead, live, handed, done := testThread(), testThread(), testThread(), testThread()
+	msg := provider.Message{Role: provider.RoleUser, Content: "hi"}
+	leases := map[ThreadKey]*Lease{}
+	for _, k := range []ThreadKey{dead, live, handed, done} {
+		l, err := s.Acquire(ctx, k, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, k, l.Token(), msg); err != nil {
+			t.Fatal(err)
+		}
+		leases[k] = l
+	}
+	if err := leases[handed].Handover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := leases[done].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	orph, err := s.Orphans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []ThreadKey{handed}; !sameKeys(orph, want) {
+		t.Errorf("Orphans right after handover = %v, want %v", orph, want)
+	}
+	// The "dead" replica stops renewing; the live one keeps going.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+				_ = leases[live].Renew(ctx)
+			}
+		}
+	})
+	waitExpired(t, s, dead)
+	orph, err = s.Orphans(ctx)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []ThreadKey{dead, handed}; !sameKeys(orph, want) {
+		t.Errorf("Orphans after expiry = %v, want %v", orph, want)
+	}
+	// Takeover: a new owner acquires with a larger token; the old one is stale.
+	l2, err := s.Acquire(ctx, dead, "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, dead, leases[dead].Token(), msg); !errors.Is(err, ErrStaleFence) {
+		t.Errorf("write by the dead owner: %v, want ErrStaleFence", err)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// An index entry for a thread whose state is gone is pruned.
+	s.rdb.Del(ctx, s.k.thread(handed).msgs)
+	orph, err = s.Orphans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orph) != 0 {
+		t.Errorf("Orphans = %v, want none", orph)
+	}
+	if n := s.rdb.ZCard(ctx, s.k.active()).Val(); n != 1 {
+		t.Errorf("active index has %d entries, want 1 (the live turn)", n)
+	}
+	_ = leases[live].Release(ctx)
+}
+
+func sameKeys(a, b []ThreadKey) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[ThreadKey]int{}
+	for _, k := range a {
+		seen[k]++
+	}
+	for _, k := range b {
+		seen[k]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// --- contention: goroutines and processes ---
+
+const childEnv = "BOBBIN_SESSION_LEASE_CHILD"
+
+type childConfig struct {
+	URL, Prefix string
+	Thread      ThreadKey
+	Owner       string
+	Acquires    int
+	LeaseTTL    time.Duration
+}
+
+type workerResult struct{ Acquired, Accepted, Stale int }
+
+// leaseWorker acquires the thread n times; each time it writes a marker and
+// a few messages with random pauses, some longer than the lease TTL, so
+// others take over and its later writes must be refused.
+func leaseWorker(ctx context.Context, s *Store, cfg childConfig) (workerResult, error) {
+	var r workerResult
+	deadline := time.Now().Add(15 * time.Second)
+	write := func(tok int64, kind string) (bool, error) {
+		err := s.Append(ctx, cfg.Thread, tok, provider.Message{Role: provider.RoleUser, Content: kind,
+			Meta: map[string]string{"owner": cfg.Owner, "token": strconv.FormatInt(tok, 10)}})
+		switch {
+		case err == nil:
+			r.Accepted++
+			return true, nil
+		case errors.Is(err, ErrStaleFence):
+			r.Stale++
+			return false, nil
+		}
+		return false, err
+	}
+	for r.Acquired < cfg.Acquires && time.Now().Before(deadline) {
+		l, err := s.Acquire(ctx, cfg.Thread, cfg.Owner)
+		if errors.Is(err, ErrLeaseHeld) {
+			time.Sleep(time.Duration(rand.IntN(5)+1) * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return r, err
+		}
+		r.Acquired++
+		ok, err := write(l.Token(), "acquire")
+		if err != nil {
+			return r, err
+		}
+		for j := 0; ok && j < 3; j++ {
+			pause := time.Duration(rand.IntN(3)) * time.Millisecond
+			if rand.IntN(8) == 0 {
+				pause = cfg.LeaseTTL + time.Duration(rand.IntN(int(cfg.LeaseTTL/time.Millisecond)))*time.Millisecond
+			}
+			time.Sleep(pause)
+			if ok, err = write(l.Token(), "write"); err != nil {
+				return r, err
+			}
+		}
+		if err := l.Release(ctx); err != nil && !errors.Is(err, ErrLeaseLost) {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// runLeaseChild is the child-process side of TestLeaseContention.
+func runLeaseChild() int {
+	var cfg childConfig
+	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "child config:", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Open(ctx, Options{URL: cfg.URL, Prefix: cfg.Prefix, LeaseTTL: cfg.LeaseTTL})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child open:", err)
+		return 2
+	}
+	defer s.Close()
+	r, err := leaseWorker(ctx, s, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child worker:", err)
+		return 1
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+func TestLeaseContention(t *testing.T) {
+	const ttl = 100 * time.Millisecond
+	s := newStore(t, Options{LeaseTTL: ttl})
+	ctx := ctxT(t)
+	k := testThread()
+	base := childConfig{URL: s.url(), Prefix: s.opt.Prefix, Thread: k, Acquires: 8, LeaseTTL: ttl}
+
+	var (
+		mu      sync.Mutex
+		results []workerResult
+		wg      sync.WaitGroup
+	)
+	record := func(r workerResult, err error, who string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			t.Errorf("%s: %v", who, err)
+		}
+		results = append(results, r)
+	}
+	for i := range 3 {
+		cfg := base
+		cfg.Owner = fmt.Sprintf("proc%d", i)
+		env, _ := json.Marshal(cfg)
+		wg.Go(func() {
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"="+string(env))
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			var r workerResult
+			if err == nil {
+				err = json.Unmarshal(out.Bytes(), &r)
+			}
+			if err != nil {
+				err = fmt.Errorf("%w; stderr: %s", err, errb.String())
+			}
+			record(r, err, cfg.Owner)
+		})
+	}
+	for i := range 3 {
+		cfg := base
+		cfg.Owner = fmt.Sprintf("goroutine%d", i)
+		// Each goroutine is its own replica: its own client.
+		p := peer(t, s, Options{LeaseTTL: ttl})
+		wg.Go(func() {
+			r, err := leaseWorker(ctx, p, cfg)
+			record(r, err, cfg.Owner)
+		})
+	}
+	wg.Wait()
+
+	var total workerResult
+	for _, r := range results {
+		total.Acquired += r.Acquired
+		total.Accepted += r.Accepted
+		total.Stale += r.Stale
+	}
+	_, msgs, err := s.Load(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("workers=%d acquisitions=%d accepted writes=%d refused stale writes=%d", len(results), total.Acquired, total.Accepted, total.Stale)
+	if len(msgs) != total.Accepted {
+		t.Errorf("transcript has %d messages, workers saw %d writes accepted", len(msgs), total.Accepted)
+	}
+	// Every accepted write carries the token of the latest acquisition
+	// recorded before it: no write with a stale token was accepted.
+	var cur int64
+	for i, m := range msgs {
+		tok, _ := strconv.ParseInt(m.Meta["token"], 10, 64)
+		if m.Content == "acquire" {
+			if tok <= cur {
+				t.Errorf("message %d: acquisition token %d not above %d", i, tok, cur)
+			}
+			cur = tok
+			continue
+		}
+		if tok != cur {
+			t.Errorf("message %d: write by %s with token %d accepted while the current token was %d", i, m.Meta["owner"], tok, cur)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runLeaseChild())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// testURL is REDIS_URL when set; otherwise tests use the embedded Redis.
+func testURL(t testing.TB) string {
+	u := os.Getenv("REDIS_URL")
+	if u == "" {
+		t.Log("REDIS_URL unset: testing against the in-process Redis (miniredis)")
+	}
+	return u
+}
+
+func randomID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newStore opens a store under a random prefix and, at cleanup, deletes
+// every key under it (never FLUSHDB: other packages share the server).
+func newStore(t testing.TB, opts Options) *Store {
+	t.Helper()
+	if opts.URL == "" {
+		opts.URL = testURL(t)
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "test-" + randomID()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, k := range scanKeys(t, s) {
+			s.rdb.Del(ctx, k)
+		}
+		s.Close()
+	})
+	return s
+}
+
+// peer opens a second client of the same Redis and prefix (another
+// replica).
+func peer(t testing.TB, s *Store, opts Options) *Store {
+	t.Helper()
+	opts.URL = s.url()
+	opts.Prefix = s.opt.Prefix
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatalf("Open peer: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// url is a URL other clients can use to reach s's Redis.
+func (s *Store) url() string {
+	if s.mini != nil {
+		return "redis://" + s.mini.Addr() + "/0"
+	}
+	return s.opt.URL
+}
+
+func scanKeys(t testing.TB, s *Store) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	iter := s.rdb.Scan(ctx, 0, s.opt.Prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if strings.HasPrefix(iter.Val(), s.opt.Prefix+":") {
+			out = append(out, iter.Val())
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("scan: %v", err)
+	}
+	return out
+}
+
+func testThread() ThreadKey {
+	return ThreadKey{Team: "T" + strings.ToUpper(randomID()), Channel: "C0123", ThreadTS: "1700000000.000100"}
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

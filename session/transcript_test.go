@@ -1,0 +1,189 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/bobbinbot/bobbin/provider"
+)
+
+func sampleMessages() []provider.Message {
+	return []provider.Message{
+		{Role: provider.RoleSystem, Content: "You are Bobbin."},
+		{Role: provider.RoleUser, Content: "héllo <@U1> \u2028 \"quoted\"", UserID: "U1", UserName: "ann", Meta: map[string]string{"ts": "1700000000.000100"}},
+		{Role: provider.RoleAssistant, Content: "checking", Reasoning: []provider.Reasoning{{Text: "think", Signature: "sig=="}, {Redacted: "opaque"}},
+			ToolCalls: []provider.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"`}}},
+		{Role: provider.RoleTool, ToolCallID: "call_1", ToolName: "search", Content: "error: bad", IsError: true},
+		{Role: provider.RoleAssistant, Content: "partial", Interrupted: true},
+		{Role: provider.RoleSystem, Content: "summary", Summary: true},
+	}
+}
+
+func TestTranscriptRoundTrip(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+
+	if _, _, err := s.Load(ctx, k); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Load of a new thread: err = %v, want ErrNotFound", err)
+	}
+	if ok, err := s.Exists(ctx, k); err != nil || ok {
+		t.Fatalf("Exists of a new thread = %v, %v; want false, nil", ok, err)
+	}
+
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := sampleMessages()
+	if err := s.Append(ctx, k, l.Token(), msgs[:2]...); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs[2:] {
+		if err := s.Append(ctx, k, l.Token(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := Meta{Model: "m1", System: "sys", Usage: provider.Usage{InputTokens: 10, OutputTokens: 3, Known: true},
+		Calibration: 1.25, AnchorInput: 100, AnchorMessages: 4, TurnID: "turn-1", RequesterID: "U1", ReplyTS: "1700000001.000200",
+		Phase: "tools", Extra: map[string]string{"a": "b"}}
+	if err := s.SaveMeta(ctx, k, l.Token(), meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Grant(ctx, k, "srv.search"); err != nil {
+		t.Fatal(err)
+	}
+
+	gotMeta, got, err := s.Load(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(msgs, got); diff != "" {
+		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
+	}
+	meta.Grants = []string{"srv.search"}
+	if diff := cmp.Diff(meta, gotMeta, cmpopts.IgnoreFields(Meta{}, "Created", "Updated")); diff != "" {
+		t.Errorf("meta mismatch (-want +got):\n%s", diff)
+	}
+	if gotMeta.Created.IsZero() || gotMeta.Updated.Before(gotMeta.Created) {
+		t.Errorf("Created/Updated = %v/%v", gotMeta.Created, gotMeta.Updated)
+	}
+
+	// Compaction replaces atomically.
+	compacted := []provider.Message{{Role: provider.RoleSystem, Content: "sum", Summary: true}, msgs[4]}
+	if err := s.Replace(ctx, k, l.Token(), compacted); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err = s.Load(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(compacted, got); diff != "" {
+		t.Errorf("after Replace (-want +got):\n%s", diff)
+	}
+
+	if err := s.RevokeGrant(ctx, k, "srv.search"); err != nil {
+		t.Fatal(err)
+	}
+	gotMeta, _, _ = s.Load(ctx, k)
+	if len(gotMeta.Grants) != 0 {
+		t.Errorf("grants after revoke = %v, want none", gotMeta.Grants)
+	}
+	if ok, err := s.Exists(ctx, k); err != nil || !ok {
+		t.Errorf("Exists = %v, %v; want true", ok, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLargeTranscriptReplace(t *testing.T) {
+	// More arguments than Lua's unpack limit would allow in one call.
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]provider.Message, 9000)
+	for i := range msgs {
+		msgs[i] = provider.Message{Role: provider.RoleUser, Content: fmt.Sprint(i)}
+	}
+	if err := s.Replace(ctx, k, l.Token(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := s.Load(ctx, k)
+	if err != nil || len(got) != len(msgs) || got[8999].Content != "8999" {
+		t.Fatalf("Load: %d messages, err %v", len(got), err)
+	}
+}
+
+func TestCorruptDataNamesKey(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, k, l.Token(), provider.Message{Role: provider.RoleUser, Content: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	tk := s.k.thread(k)
+	s.rdb.RPush(ctx, tk.msgs, "{not json")
+	_, _, err = s.Load(ctx, k)
+	if err == nil || !strings.Contains(err.Error(), tk.msgs) || !strings.Contains(err.Error(), "message 1") {
+		t.Errorf("Load with a corrupt message: err = %v, want one naming %s and index 1", err, tk.msgs)
+	}
+	// Appending does not repair or drop the corrupt element.
+	if err := s.Append(ctx, k, l.Token(), provider.Message{Role: provider.RoleUser, Content: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.rdb.LLen(ctx, tk.msgs).Val(); n != 3 {
+		t.Errorf("LLEN = %d, want 3 (nothing dropped)", n)
+	}
+
+	k2 := testThread()
+	s.rdb.Set(ctx, s.k.thread(k2).meta, "[]garbage", 0)
+	defer s.rdb.Del(ctx, s.k.thread(k2).meta)
+	if _, _, err := s.Load(ctx, k2); err == nil || !strings.Contains(err.Error(), s.k.thread(k2).meta) {
+		t.Errorf("Load with corrupt meta: err = %v, want one naming the key", err)
+	}
+}
+
+func TestBadThreadKeys(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	for _, k := range []ThreadKey{{}, {"T1", "C1", ""}, {"T1", "C:1", "1.2"}, {"T{1}", "C1", "1.2"}, {"T1", "C1", "1 2"}} {
+		if _, _, err := s.Load(ctx, k); err == nil || errors.Is(err, ErrNotFound) {
+			t.Errorf("Load(%+v): err = %v, want a validation error", k, err)
+		}
+		if _, err := s.Acquire(ctx, k, "r"); err == nil {
+			t.Errorf("Acquire(%+v): want a validation error", k)
+		}
+	}
+}
+
+func FuzzParseThreadKey(f *testing.F) {
+	for _, s := range []string{"T1:C1:1700000000.000100", "", ":::", "T1:C1", "a:b:c:d", "T{1}:C:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := parseThreadKey(s)
+		if err != nil {
+			return
+		}
+		if k.String() != s {
+			t.Errorf("parseThreadKey(%q).String() = %q", s, k.String())
+		}
+		if err := k.validate(); err != nil {
+			t.Errorf("parsed key %q does not validate: %v", s, err)
+		}
+	})
+}
