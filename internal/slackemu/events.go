@@ -1,0 +1,191 @@
+package slackemu
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// eventCallbackLocked wraps an inner event in the events_api payload.
+func (s *Server) eventCallbackLocked(team string, event map[string]any) (map[string]any, string) {
+	t := s.teams[team]
+	botUser := ""
+	if t != nil {
+		botUser = t.BotUserID
+	}
+	id := s.newIDLocked("Ev")
+	return map[string]any{
+		"token":      "emu-verification-token",
+		"team_id":    team,
+		"api_app_id": s.opts.AppID,
+		"event":      event,
+		"type":       "event_callback",
+		"event_id":   id,
+		"event_time": time.Now().Unix(),
+		"authorizations": []any{map[string]any{
+			"enterprise_id": nil, "team_id": team, "user_id": botUser, "is_bot": true, "is_enterprise_install": false,
+		}},
+		"is_ext_shared_channel": false,
+		"event_context":         "4-emu-" + id,
+	}, id
+}
+
+// DeliverEvent sends an events_api envelope carrying event (the inner
+// "event" object) for team, and returns the envelope and event ids.
+func (s *Server) DeliverEvent(team string, event map[string]any) (envelopeID, eventID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deliverEventLocked(team, event)
+}
+
+func (s *Server) deliverEventLocked(team string, event map[string]any) (envelopeID, eventID string) {
+	p, id := s.eventCallbackLocked(team, event)
+	e := s.newEnvelopeLocked(TypeEventsAPI, team, p, false)
+	return e.ID, id
+}
+
+func channelType(c *channelState) string {
+	switch {
+	case c == nil:
+		return "channel"
+	case c.IsIM():
+		return "im"
+	case c.Private:
+		return "group"
+	}
+	return "channel"
+}
+
+// Posted identifies a user message stored and delivered by a helper.
+type Posted struct {
+	TS       string
+	EventID  string // of the primary event (app_mention or message)
+	Envelope string // its envelope id
+	// MessageEventID / MessageEnvelope are set when a companion "message"
+	// event was also delivered for a mention.
+	MessageEventID  string
+	MessageEnvelope string
+}
+
+// Mention stores a message from user in channel (in the thread threadTS
+// when set) and delivers an app_mention event; the text gets "<@BOT> "
+// in front unless it already mentions the bot. With
+// Options.MessageEventsOnMention and the bot in the channel, a "message"
+// event for the same ts follows (real Slack sends both).
+func (s *Server) Mention(team, channel, user, text, threadTS string) Posted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.teams[team]
+	if t == nil {
+		panic(fmt.Sprintf("slackemu: Mention: unknown team %q", team))
+	}
+	mention := "<@" + t.BotUserID + ">"
+	if !strings.Contains(text, mention) {
+		text = mention + " " + text
+	}
+	m := s.postUserLocked(team, channel, user, text, threadTS)
+	ev := s.userEventLocked(m, "app_mention")
+	delete(ev, "channel_type")
+	var p Posted
+	p.TS = m.TS
+	p.Envelope, p.EventID = s.deliverEventLocked(team, ev)
+	if c := s.channels[channel]; s.opts.MessageEventsOnMention && c != nil && (c.BotMember || c.IsIM()) {
+		p.MessageEnvelope, p.MessageEventID = s.deliverEventLocked(team, s.userEventLocked(m, "message"))
+	}
+	return p
+}
+
+// Message stores a plain message from user (a thread reply when threadTS
+// is set, a DM when channel is a D… channel) and delivers a "message"
+// event when the bot would get one: in DMs and in channels it is a member
+// of. Posted.EventID is empty when no event was delivered.
+func (s *Server) Message(team, channel, user, text, threadTS string) Posted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.postUserLocked(team, channel, user, text, threadTS)
+	p := Posted{TS: m.TS}
+	if c := s.channels[channel]; c != nil && (c.BotMember || c.IsIM()) {
+		p.Envelope, p.EventID = s.deliverEventLocked(team, s.userEventLocked(m, "message"))
+	}
+	return p
+}
+
+// userEventLocked renders a user message as an app_mention or message event.
+func (s *Server) userEventLocked(m *Message, typ string) map[string]any {
+	ev := map[string]any{
+		"type": typ, "client_msg_id": s.newUUIDLocked(), "text": m.Text, "user": m.User, "ts": m.TS,
+		"team": m.Team, "channel": m.Channel, "event_ts": m.TS, "blocks": m.Blocks,
+		"channel_type": channelType(s.channels[m.Channel]),
+	}
+	if m.ThreadTS != "" {
+		ev["thread_ts"] = m.ThreadTS
+		if p := s.msgs[msgKey(m.Channel, m.ThreadTS)]; p != nil {
+			ev["parent_user_id"] = p.User
+		}
+	}
+	return ev
+}
+
+// AssistantThreadStarted opens an assistant thread for user in the DM
+// dmChannel (contextChannel is the channel the user was viewing, may be
+// ""): it stores the thread's root message and delivers
+// assistant_thread_started. Follow-ups are Message(team, dmChannel, user,
+// text, p.TS).
+func (s *Server) AssistantThreadStarted(team, user, dmChannel, contextChannel string) Posted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.teams[team]
+	if t == nil {
+		panic(fmt.Sprintf("slackemu: AssistantThreadStarted: unknown team %q", team))
+	}
+	root := &Message{Team: team, Channel: dmChannel, TS: s.newTSLocked(), User: t.BotUserID, BotID: t.BotID, Via: "assistant_thread"}
+	s.recordVersionLocked(root, "assistant_thread")
+	s.putMessageLocked(root)
+	ctxObj := map[string]any{"team_id": team}
+	if contextChannel != "" {
+		ctxObj["channel_id"] = contextChannel
+	}
+	ev := map[string]any{
+		"type": "assistant_thread_started",
+		"assistant_thread": map[string]any{
+			"user_id": user, "context": ctxObj, "channel_id": dmChannel, "thread_ts": root.TS,
+		},
+		"event_ts": s.newTSLocked(),
+	}
+	p := Posted{TS: root.TS}
+	p.Envelope, p.EventID = s.deliverEventLocked(team, ev)
+	return p
+}
+
+// echoLocked delivers the bot's own post back as Slack would to a
+// subscribed app (Options.EchoBotMessages): subtype "" for a new post,
+// "message_changed" or "message_deleted".
+func (s *Server) echoLocked(m *Message, subtype string) {
+	if !s.opts.EchoBotMessages {
+		return
+	}
+	c := s.channels[m.Channel]
+	if c == nil || (!c.BotMember && !c.IsIM()) {
+		return
+	}
+	msg := s.messageJSONLocked(m)
+	var ev map[string]any
+	switch subtype {
+	case "":
+		ev = msg
+		ev["channel"] = m.Channel
+		ev["event_ts"] = m.TS
+		ev["channel_type"] = channelType(c)
+	default:
+		ev = map[string]any{
+			"type": "message", "subtype": subtype, "hidden": true, "channel": m.Channel,
+			"ts": s.newTSLocked(), "event_ts": m.TS, "channel_type": channelType(c),
+		}
+		if subtype == "message_changed" {
+			ev["message"] = msg
+		} else {
+			ev["deleted_ts"] = m.TS
+		}
+	}
+	s.deliverEventLocked(m.Team, ev)
+}

@@ -1,0 +1,509 @@
+package slackemu
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Call is one Web API call in the journal.
+type Call struct {
+	Time   time.Time
+	Method string
+	Team   string // "" when the token did not resolve
+	// Params holds the arguments without the token: form values as
+	// strings, JSON-in-form fields (blocks, chunks, metadata, view, …) and
+	// JSON bodies decoded into Go values (map[string]any, []any, …).
+	Params    map[string]any
+	TokenKind string // "xoxb", "xapp", "" (missing) or "other"
+	Status    int    // HTTP status
+	OK        bool
+	Error     string
+}
+
+// Fault is an injected failure or delay for a Web API method.
+type Fault struct {
+	// Times is how many calls it applies to (0 means 1, negative means
+	// until ClearFaults).
+	Times int
+	// Error answers HTTP 200 {"ok":false,"error":Error}.
+	Error string
+	// Status answers that HTTP status (body {"ok":false,"error":Error or
+	// "fatal_error"}); with 429 and RetryAfter > 0 it sets Retry-After.
+	Status     int
+	RetryAfter int
+	// Latency delays the answer (alone: a slow but successful call).
+	Latency time.Duration
+}
+
+// InjectFault queues f for method ("*" = any method). Faults of a method
+// apply in the order injected, before the method-specific ones of "*".
+func (s *Server) InjectFault(method string, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Times == 0 {
+		f.Times = 1
+	}
+	s.faults[method] = append(s.faults[method], &f)
+}
+
+// ClearFaults removes every injected fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.faults)
+}
+
+// Journal returns a copy of every Web API call so far, in order.
+func (s *Server) Journal() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.journal...)
+}
+
+// Calls returns the journal entries of one method.
+func (s *Server) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.journal {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RateLimited returns the number of 429 answers per method.
+func (s *Server) RateLimited() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.limited)
+}
+
+// apiError is a Slack {"ok":false,"error":…} answer.
+type apiError string
+
+func (e apiError) Error() string { return string(e) }
+
+// request is a decoded Web API call.
+type request struct {
+	method string
+	form   url.Values
+	body   map[string]json.RawMessage // JSON body
+	token  string
+	team   *teamState
+	start  time.Time
+}
+
+// isJSONField reports whether a form field carries JSON.
+func isJSONField(k string) bool {
+	switch k {
+	case "blocks", "chunks", "metadata", "attachments", "view", "prompts", "unfurls", "user_auth_blocks":
+		return true
+	}
+	return false
+}
+
+func (r *request) has(k string) bool {
+	if r.body != nil {
+		v, ok := r.body[k]
+		return ok && string(v) != "null"
+	}
+	_, ok := r.form[k]
+	return ok
+}
+
+// str returns a scalar argument as a string ("" when absent).
+func (r *request) str(k string) string {
+	if r.body != nil {
+		v, ok := r.body[k]
+		if !ok {
+			return ""
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+		if string(v) == "null" {
+			return ""
+		}
+		return string(v)
+	}
+	return r.form.Get(k)
+}
+
+// boolArg reads "true"/"1"/"false"/"0"; nil when absent.
+func (r *request) boolArg(k string) *bool {
+	if !r.has(k) {
+		return nil
+	}
+	v := r.str(k)
+	b := v == "true" || v == "1"
+	return &b
+}
+
+// raw returns a JSON-valued argument (nil when absent or null); a form
+// value must be valid JSON.
+func (r *request) raw(k string) (json.RawMessage, error) {
+	var v []byte
+	if r.body != nil {
+		v = r.body[k]
+		// A JSON body may still carry the field as a JSON string.
+		var s string
+		if json.Unmarshal(v, &s) == nil && isJSONField(k) {
+			v = []byte(s)
+		}
+	} else if r.form.Has(k) {
+		v = []byte(r.form.Get(k))
+	}
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || string(v) == "null" {
+		return nil, nil
+	}
+	if !json.Valid(v) {
+		return nil, apiError("invalid_json")
+	}
+	return json.RawMessage(v), nil
+}
+
+// journalParams renders the arguments for the journal, token removed.
+func (r *request) journalParams() map[string]any {
+	out := map[string]any{}
+	if r.body != nil {
+		for k, v := range r.body {
+			if k == "token" {
+				continue
+			}
+			var x any
+			_ = json.Unmarshal(v, &x)
+			out[k] = x
+		}
+		return out
+	}
+	for k, vs := range r.form {
+		if k == "token" || len(vs) == 0 {
+			continue
+		}
+		if isJSONField(k) {
+			var x any
+			if json.Unmarshal([]byte(vs[0]), &x) == nil {
+				out[k] = x
+				continue
+			}
+		}
+		out[k] = vs[0]
+	}
+	return out
+}
+
+func tokenKind(tok string) string {
+	switch {
+	case tok == "":
+		return ""
+	case strings.HasPrefix(tok, "xoxb-"):
+		return "xoxb"
+	case strings.HasPrefix(tok, "xapp-"):
+		return "xapp"
+	}
+	return "other"
+}
+
+type handlerFunc func(s *Server, r *request) (map[string]any, error)
+
+// methods maps Web API method names to handlers (a fixed table, not state).
+func methodTable() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"auth.test":                             (*Server).authTest,
+		"apps.connections.open":                 (*Server).connectionsOpen,
+		"chat.postMessage":                      (*Server).chatPostMessage,
+		"chat.update":                           (*Server).chatUpdate,
+		"chat.delete":                           (*Server).chatDelete,
+		"chat.postEphemeral":                    (*Server).chatPostEphemeral,
+		"chat.getPermalink":                     (*Server).chatGetPermalink,
+		"chat.startStream":                      (*Server).chatStartStream,
+		"chat.appendStream":                     (*Server).chatAppendStream,
+		"chat.stopStream":                       (*Server).chatStopStream,
+		"assistant.threads.setStatus":           (*Server).assistantSetStatus,
+		"assistant.threads.setSuggestedPrompts": (*Server).assistantSetPrompts,
+		"assistant.threads.setTitle":            (*Server).assistantSetTitle,
+		"conversations.replies":                 (*Server).conversationsReplies,
+		"conversations.info":                    (*Server).conversationsInfo,
+		"users.info":                            (*Server).usersInfo,
+		"team.info":                             (*Server).teamInfo,
+		"views.open":                            (*Server).viewsOpen,
+		"views.push":                            (*Server).viewsPush,
+		"views.update":                          (*Server).viewsUpdate,
+	}
+}
+
+func (s *Server) handleAPI(w http.ResponseWriter, hr *http.Request) {
+	if !s.enter() {
+		http.Error(w, "closed", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.tasks.Done()
+	method := strings.TrimPrefix(hr.URL.Path, "/api/")
+	r := &request{method: method, start: time.Now()}
+	status, resp, retryAfter := s.serveAPI(hr, r)
+
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// serveAPI runs one call and journals it.
+func (s *Server) serveAPI(hr *http.Request, r *request) (status int, resp map[string]any, retryAfter int) {
+	decodeErr := s.decode(hr, r)
+
+	s.mu.Lock()
+	fault := s.takeFaultLocked(r.method)
+	s.mu.Unlock()
+	if fault != nil && fault.Latency > 0 {
+		select {
+		case <-time.After(fault.Latency):
+		case <-hr.Context().Done():
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() {
+		c := Call{Time: r.start, Method: r.method, Params: r.journalParams(), TokenKind: tokenKind(r.token), Status: status}
+		if r.team != nil {
+			c.Team = r.team.ID
+		}
+		c.OK, _ = resp["ok"].(bool)
+		c.Error, _ = resp["error"].(string)
+		s.journal = append(s.journal, c)
+		if status == http.StatusTooManyRequests {
+			s.limited[r.method]++
+		}
+		s.changedLocked()
+	}()
+	if s.closed {
+		return http.StatusServiceUnavailable, fail("service_unavailable"), 0
+	}
+
+	if fault != nil && (fault.Error != "" || fault.Status != 0) {
+		st := fault.Status
+		if st == 0 {
+			st = http.StatusOK
+		}
+		e := fault.Error
+		if e == "" {
+			e = "fatal_error"
+			if st == http.StatusTooManyRequests {
+				e = "ratelimited"
+			}
+		}
+		ra := 0
+		if st == http.StatusTooManyRequests {
+			ra = fault.RetryAfter
+		}
+		s.resolveTeamLocked(r)
+		return st, fail(e), ra
+	}
+	if decodeErr != nil {
+		return http.StatusOK, fail(decodeErr.Error()), 0
+	}
+
+	h, ok := methodTable()[r.method]
+	if !ok {
+		s.resolveTeamLocked(r)
+		return http.StatusOK, fail("unknown_method"), 0
+	}
+	if hr.Method != http.MethodPost && !(hr.Method == http.MethodGet && r.method == "chat.getPermalink") {
+		return http.StatusOK, fail("method_not_supported_for_channel_type"), 0
+	}
+	if err := s.authLocked(r); err != nil {
+		return http.StatusOK, fail(err.Error()), 0
+	}
+	if wait, limited := s.rateLimitLocked(r); limited {
+		secs := max(1, int(math.Ceil(wait.Seconds())))
+		return http.StatusTooManyRequests, fail("ratelimited"), secs
+	}
+	out, err := h(s, r)
+	if err != nil {
+		return http.StatusOK, fail(err.Error()), 0
+	}
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["ok"] = true
+	return http.StatusOK, out, 0
+}
+
+func fail(code string) map[string]any { return map[string]any{"ok": false, "error": code} }
+
+// decode reads the token and arguments from the query, form or JSON body.
+func (s *Server) decode(hr *http.Request, r *request) error {
+	if auth := hr.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
+		r.token = strings.TrimSpace(strings.TrimPrefix(auth, "Bearer "))
+	}
+	body, err := io.ReadAll(io.LimitReader(hr.Body, 8<<20))
+	if err != nil {
+		return apiError("request_timeout")
+	}
+	ct, _, _ := mime.ParseMediaType(hr.Header.Get("Content-Type"))
+	r.form = hr.URL.Query()
+	switch {
+	case ct == "application/json":
+		if len(bytes.TrimSpace(body)) == 0 {
+			r.body = map[string]json.RawMessage{}
+			break
+		}
+		if err := json.Unmarshal(body, &r.body); err != nil {
+			r.body = map[string]json.RawMessage{}
+			return apiError("invalid_json")
+		}
+		if r.body == nil {
+			r.body = map[string]json.RawMessage{}
+		}
+	case len(body) > 0:
+		vals, err := url.ParseQuery(string(body))
+		if err != nil {
+			return apiError("invalid_form_data")
+		}
+		for k, v := range vals {
+			r.form[k] = append(r.form[k], v...)
+		}
+	}
+	if r.token == "" {
+		r.token = r.str("token")
+	}
+	return nil
+}
+
+// resolveTeamLocked sets r.team from a bot token, for journaling.
+func (s *Server) resolveTeamLocked(r *request) {
+	if r.team == nil {
+		r.team = s.byToken[r.token]
+	}
+}
+
+// authLocked checks the token: xapp- only for apps.connections.open,
+// xoxb- everywhere else.
+func (s *Server) authLocked(r *request) error {
+	if r.token == "" {
+		return apiError("not_authed")
+	}
+	if s.revoked[r.token] {
+		return apiError("token_revoked")
+	}
+	if r.method == "apps.connections.open" {
+		if tokenKind(r.token) != "xapp" {
+			return apiError("not_allowed_token_type")
+		}
+		if r.token != s.opts.AppToken {
+			return apiError("invalid_auth")
+		}
+		return nil
+	}
+	if tokenKind(r.token) == "xapp" {
+		return apiError("not_allowed_token_type")
+	}
+	t := s.byToken[r.token]
+	if t == nil {
+		return apiError("invalid_auth")
+	}
+	r.team = t
+	return nil
+}
+
+func (s *Server) takeFaultLocked(method string) *Fault {
+	for _, key := range []string{method, "*"} {
+		q := s.faults[key]
+		if len(q) == 0 {
+			continue
+		}
+		f := q[0]
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				s.faults[key] = q[1:]
+			}
+		}
+		cp := *f
+		return &cp
+	}
+	return nil
+}
+
+func (s *Server) authTest(r *request) (map[string]any, error) {
+	t := r.team
+	return map[string]any{
+		"url":                   "https://" + t.Domain + ".slack.com/",
+		"team":                  t.Name,
+		"user":                  t.BotName,
+		"team_id":               t.ID,
+		"user_id":               t.BotUserID,
+		"bot_id":                t.BotID,
+		"is_enterprise_install": false,
+	}, nil
+}
+
+func (s *Server) teamInfo(r *request) (map[string]any, error) {
+	id := r.str("team")
+	if id == "" {
+		id = r.team.ID
+	}
+	t := s.teams[id]
+	if t == nil {
+		return nil, apiError("team_not_found")
+	}
+	return map[string]any{"team": map[string]any{"id": t.ID, "name": t.Name, "domain": t.Domain}}, nil
+}
+
+func (s *Server) usersInfo(r *request) (map[string]any, error) {
+	id := r.str("user")
+	if id == "" {
+		return nil, apiError("user_not_found")
+	}
+	u := s.users[id]
+	if u == nil {
+		return nil, apiError("user_not_found")
+	}
+	return map[string]any{"user": userJSON(u)}, nil
+}
+
+func userJSON(u *User) map[string]any {
+	return map[string]any{
+		"id": u.ID, "team_id": u.TeamID, "name": u.Name, "real_name": u.RealName, "deleted": u.Deleted,
+		"is_admin": u.IsAdmin, "is_owner": u.IsOwner, "is_primary_owner": u.IsPrimaryOwner,
+		"is_restricted": u.IsRestricted, "is_ultra_restricted": u.IsUltraRestricted,
+		"is_stranger": u.IsStranger, "is_bot": u.IsBot, "is_app_user": false,
+		"profile": map[string]any{
+			"real_name": u.RealName, "display_name": u.DisplayName,
+			"real_name_normalized": u.RealName, "display_name_normalized": u.DisplayName,
+			"team": u.TeamID,
+		},
+	}
+}
+
+func (s *Server) conversationsInfo(r *request) (map[string]any, error) {
+	c := s.channels[r.str("channel")]
+	if c == nil || (c.team != r.team.ID) {
+		return nil, apiError("channel_not_found")
+	}
+	ch := map[string]any{
+		"id": c.ID, "name": c.Name, "is_channel": !c.IsIM() && !c.Private, "is_group": c.Private,
+		"is_im": c.IsIM(), "is_private": c.Private || c.IsIM(), "is_member": c.BotMember || c.IsIM(),
+		"context_team_id": c.team,
+	}
+	if c.IsIM() {
+		ch["user"] = c.IMUser
+	}
+	return map[string]any{"channel": ch}, nil
+}
