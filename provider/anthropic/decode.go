@@ -11,13 +11,63 @@ import (
 // wireEvent is the union of every stream event's fields we read. Unknown
 // events and fields are ignored.
 type wireEvent struct {
-	Type         string        `json:"type"`
+	Type         wireType      `json:"type"`
 	Index        int           `json:"index"`
 	Message      *wireStart    `json:"message"`
-	ContentBlock *wireBlock    `json:"content_block"`
-	Delta        *wireDelta    `json:"delta"`
+	ContentBlock wireBlock     `json:"content_block"`
+	Delta        wireDelta     `json:"delta"`
 	Usage        *wireUsage    `json:"usage"`
 	Error        *wireErrorObj `json:"error"`
+}
+
+// wireType is a "type" value. Decoding returns constant strings for the
+// known values, so the hot path (one content_block_delta per token) does
+// not allocate for them.
+type wireType string
+
+func (t *wireType) UnmarshalJSON(b []byte) error {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		if k, ok := knownType(b[1 : len(b)-1]); ok {
+			*t = k
+			return nil
+		}
+	}
+	var s *string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s != nil {
+		*t = wireType(*s)
+	}
+	return nil
+}
+
+func knownType(b []byte) (wireType, bool) {
+	switch string(b) {
+	case "content_block_delta":
+		return "content_block_delta", true
+	case "text_delta":
+		return "text_delta", true
+	case "input_json_delta":
+		return "input_json_delta", true
+	case "thinking_delta":
+		return "thinking_delta", true
+	case "signature_delta":
+		return "signature_delta", true
+	case "content_block_start":
+		return "content_block_start", true
+	case "content_block_stop":
+		return "content_block_stop", true
+	case "text":
+		return "text", true
+	case "tool_use":
+		return "tool_use", true
+	case "thinking":
+		return "thinking", true
+	case "ping":
+		return "ping", true
+	}
+	return "", false
 }
 
 type wireStart struct {
@@ -25,23 +75,23 @@ type wireStart struct {
 }
 
 type wireBlock struct {
-	Type      string `json:"type"`
-	Text      string `json:"text"`
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Thinking  string `json:"thinking"`
-	Signature string `json:"signature"`
-	Data      string `json:"data"`
+	Type      wireType `json:"type"`
+	Text      string   `json:"text"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Thinking  string   `json:"thinking"`
+	Signature string   `json:"signature"`
+	Data      string   `json:"data"`
 	// input (the placeholder {} of a tool_use) is deliberately not read.
 }
 
 type wireDelta struct {
-	Type        string `json:"type"`
-	Text        string `json:"text"`
-	PartialJSON string `json:"partial_json"`
-	Thinking    string `json:"thinking"`
-	Signature   string `json:"signature"`
-	StopReason  string `json:"stop_reason"`
+	Type        wireType `json:"type"`
+	Text        string   `json:"text"`
+	PartialJSON string   `json:"partial_json"`
+	Thinking    string   `json:"thinking"`
+	Signature   string   `json:"signature"`
+	StopReason  string   `json:"stop_reason"`
 }
 
 // wireUsage has pointers because message_delta usage is cumulative and
@@ -147,7 +197,7 @@ func (d *decoder) feed(sseType string, data []byte) error {
 	}
 	typ := ev.Type
 	if typ == "" {
-		typ = sseType
+		typ = wireType(sseType)
 	}
 	switch typ {
 	case "message_start":
@@ -163,7 +213,7 @@ func (d *decoder) feed(sseType string, data []byte) error {
 			b.stopped = true
 		}
 	case "message_delta":
-		if ev.Delta != nil && ev.Delta.StopReason != "" {
+		if ev.Delta.StopReason != "" {
 			d.rawStop = ev.Delta.StopReason
 		}
 		d.usage.apply(ev.Usage)
@@ -198,10 +248,7 @@ func (d *decoder) blockStart(ev *wireEvent) error {
 	}
 	b := &block{index: ev.Index}
 	d.blocks = append(d.blocks, b)
-	cb := ev.ContentBlock
-	if cb == nil {
-		return nil
-	}
+	cb := &ev.ContentBlock
 	switch cb.Type {
 	case "text":
 		b.kind = blockText
@@ -228,10 +275,7 @@ func (d *decoder) blockDelta(ev *wireEvent) error {
 	if b == nil {
 		return fmt.Errorf("anthropic: delta for unknown content block %d", ev.Index)
 	}
-	dl := ev.Delta
-	if dl == nil {
-		return nil
-	}
+	dl := &ev.Delta
 	switch dl.Type {
 	case "text_delta":
 		if b.kind == blockText {
