@@ -129,7 +129,7 @@ func post(ctx context.Context, t *testing.T, c *http.Client, s *Server, p Protoc
 	return resp
 }
 
-func newRequest(ctx context.Context, t *testing.T, s *Server, p Protocol, body []byte) *http.Request {
+func newRequest(ctx context.Context, t testing.TB, s *Server, p Protocol, body []byte) *http.Request {
 	t.Helper()
 	url := s.URL() + "/v1/chat/completions"
 	if p == Anthropic {

@@ -81,6 +81,13 @@ func (r Recorded) LastUserText() string {
 	return ""
 }
 
+// InputTokens is the emulator's input-token count for the request: body
+// bytes / 4, rounded up, at least 1. It is the default reported input usage,
+// what count_tokens answers and what Options.ContextWindow is checked against.
+func (r Recorded) InputTokens() int {
+	return max(1, (len(r.Body)+3)/4)
+}
+
 // LastMessage returns the last message of the conversation, or the zero
 // Message when there is none.
 func (r Recorded) LastMessage() Message {

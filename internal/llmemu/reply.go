@@ -21,8 +21,10 @@ type Reply struct {
 	// with tool calls, length/max_tokens when cut by the request's max
 	// tokens, stop/end_turn otherwise.
 	Stop string
-	// Usage overrides the reported usage. Default: input ≈ request bytes/4,
-	// output = number of deltas, nothing cached.
+	// Usage overrides the reported usage. Default: input =
+	// Recorded.InputTokens, output = number of deltas, nothing cached. To
+	// report cached tokens, a responder can set e.g.
+	// &Usage{InputTokens: req.InputTokens(), OutputTokens: len(Tokens(text)), CachedTokens: …}.
 	Usage *Usage
 	// Delay is waited before the first byte (status line) is written.
 	Delay time.Duration
@@ -78,8 +80,10 @@ type ErrorReply struct {
 	Code string
 	// Message is the human-readable message; empty means a stock one.
 	Message string
-	// Body, when set, is sent verbatim instead of the generated JSON (as the
-	// response body, or as the data of the mid-stream error event).
+	// Body, when set, is sent verbatim instead of the generated JSON: as the
+	// response body, or as the data of the mid-stream error event (so other
+	// shapes can be scripted, e.g. OpenRouter's chunk with "error" and
+	// finish_reason "error", or vLLM's {"object":"error",…}).
 	Body string
 	// RetryAfter, when positive, sets Retry-After (whole seconds, rounded
 	// up) and retry-after-ms.

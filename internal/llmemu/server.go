@@ -320,7 +320,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(ErrorReply{Status: http.StatusBadRequest, Message: msg})
 		return
 	}
-	input := estimateInput(rec)
+	input := rec.InputTokens()
 	if countTokens {
 		s.setStatus(rec, http.StatusOK)
 		w.Header().Set("Content-Type", "application/json")
@@ -428,11 +428,6 @@ func validate(rec *Recorded, isJSON, countTokens bool) string {
 		return "llmemu: only streaming requests (\"stream\": true) are supported"
 	}
 	return ""
-}
-
-// estimateInput is the emulator's input-token count: body bytes / 4.
-func estimateInput(rec *Recorded) int {
-	return max(1, (len(rec.Body)+3)/4)
 }
 
 func nonEmptyArray(v any) bool {

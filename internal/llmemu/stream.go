@@ -115,5 +115,5 @@ func usageFor(r Reply, rec *Recorded, outputTokens int) Usage {
 	if r.Usage != nil {
 		return *r.Usage
 	}
-	return Usage{InputTokens: estimateInput(rec), OutputTokens: outputTokens}
+	return Usage{InputTokens: rec.InputTokens(), OutputTokens: outputTokens}
 }
