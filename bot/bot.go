@@ -1,0 +1,282 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// Store is the bot's view of the session store (*session.Store).
+type Store interface {
+	Ping(ctx context.Context) error
+	Admit(ctx context.Context, team, eventID, channel, ts string) (bool, error)
+	Forget(ctx context.Context, team, eventID, channel, ts string) error
+	Exists(ctx context.Context, k session.ThreadKey) (bool, error)
+	Acquire(ctx context.Context, k session.ThreadKey, owner string) (*session.Lease, error)
+	Enqueue(ctx context.Context, k session.ThreadKey, payload []byte) (bool, error)
+	Dequeue(ctx context.Context, k session.ThreadKey, fence int64) ([]byte, bool, error)
+	Load(ctx context.Context, k session.ThreadKey) (session.Meta, []provider.Message, error)
+	Append(ctx context.Context, k session.ThreadKey, fence int64, msgs ...provider.Message) error
+	Replace(ctx context.Context, k session.ThreadKey, fence int64, msgs []provider.Message) error
+	SaveMeta(ctx context.Context, k session.ThreadKey, fence int64, m session.Meta) error
+	Take(ctx context.Context, bucket string, perMinute, burst int) (bool, time.Duration, error)
+}
+
+// Runner runs one agent turn (*agent.Agent).
+type Runner interface {
+	Run(ctx context.Context, t agent.Turn) (agent.Result, error)
+}
+
+// ToolSource gives the tools of a workspace (the mcp Manager). The bot does
+// not import mcp: cmd/bot passes the Manager in.
+type ToolSource interface {
+	Tools(ctx context.Context, team string) ([]agent.Tool, error)
+}
+
+// Stream modes (STREAM_MODE).
+const (
+	StreamEdit   = "edit"
+	StreamNative = "native"
+	StreamAuto   = "auto"
+)
+
+// Options configure a Bot. Zero values mean the defaults noted.
+type Options struct {
+	// BotToken (xoxb-) and AppToken (xapp-) authenticate the Web API and
+	// socket mode. APIURL is the Web API base, ending in "/" (default
+	// https://slack.com/api/).
+	BotToken, AppToken, APIURL string
+	// HTTPClient carries Web API calls and the socket dial's HTTP part; nil
+	// means a client with sane timeouts.
+	HTTPClient *http.Client
+
+	Store  Store
+	Agent  Runner
+	Tools  ToolSource // nil: no tools
+	Logger *slog.Logger
+	// Metrics; nil means unregistered instruments.
+	Metrics *Metrics
+
+	// Model names the model in session metadata.
+	Model string
+	// SystemPrompt is the operator's addition to the default system prompt.
+	SystemPrompt string
+	// StreamMode is StreamEdit (default), StreamNative or StreamAuto.
+	StreamMode string
+	// EditInterval is the least time between two edits of one message
+	// (default 1 s).
+	EditInterval time.Duration
+	// UpdatesPerMinute is the workspace's chat.update budget shared by all
+	// replicas (default 45: Tier 3 is about 50).
+	UpdatesPerMinute int
+	// MaxConcurrentTurns bounds the turns this process runs at once
+	// (default 32).
+	MaxConcurrentTurns int
+	// UserTurnsPerMinute is how many turns a person may start a minute
+	// (default 10).
+	UserTurnsPerMinute int
+	// Admins are user ids allowed to administer the bot.
+	Admins []string
+	// AllowBots lets messages from other bots start turns.
+	AllowBots bool
+	// SocketConnections is the number of socket-mode connections (default 1).
+	SocketConnections int
+	// ShutdownGrace bounds how long running turns may take to checkpoint on
+	// shutdown (default 25 s).
+	ShutdownGrace time.Duration
+	// ReplicaID names this process in leases (default random).
+	ReplicaID string
+	// PingInterval is socket mode's liveness window (default 30 s).
+	PingInterval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Bot is the Slack frontend. Build it with New, run it with Run.
+type Bot struct {
+	opts  Options
+	api   *slack.Client
+	store Store
+	log   *slog.Logger
+	m     *Metrics
+
+	// identity from auth.test
+	botUserID, botID, teamID string
+
+	turnSlots chan struct{} // MAX_CONCURRENT_TURNS
+	admitSem  chan struct{} // envelopes being admitted at once
+
+	names   nameCache
+	cancels cancelRegistry
+
+	sockets  atomic.Int32
+	draining atomic.Bool
+
+	// workers tracks thread workers (they outlive a socket connection).
+	workers sync.WaitGroup
+	// running maps a thread to its local worker so one process runs at most
+	// one worker per thread.
+	mu      sync.Mutex
+	running map[session.ThreadKey]bool
+}
+
+// New checks opts and builds a Bot. It does not contact Slack.
+func New(opts Options) (*Bot, error) {
+	var errs []error
+	if opts.BotToken == "" || opts.AppToken == "" {
+		errs = append(errs, errors.New("bot: BotToken and AppToken are required"))
+	}
+	if opts.Store == nil {
+		errs = append(errs, errors.New("bot: Store is required"))
+	}
+	if opts.Agent == nil {
+		errs = append(errs, errors.New("bot: Agent is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	opts.APIURL = cmp.Or(opts.APIURL, slack.APIURL)
+	opts.StreamMode = cmp.Or(opts.StreamMode, StreamEdit)
+	opts.EditInterval = cmp.Or(opts.EditInterval, time.Second)
+	opts.UpdatesPerMinute = cmp.Or(opts.UpdatesPerMinute, 45)
+	opts.MaxConcurrentTurns = cmp.Or(opts.MaxConcurrentTurns, 32)
+	opts.UserTurnsPerMinute = cmp.Or(opts.UserTurnsPerMinute, 10)
+	opts.SocketConnections = cmp.Or(opts.SocketConnections, 1)
+	opts.ShutdownGrace = cmp.Or(opts.ShutdownGrace, 25*time.Second)
+	opts.PingInterval = cmp.Or(opts.PingInterval, 30*time.Second)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ReplicaID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		opts.ReplicaID = "r" + hex.EncodeToString(b[:])
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := opts.Metrics
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	counted := *hc
+	counted.Transport = countingTransport{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), m: m}
+	api := slack.New(opts.BotToken,
+		slack.OptionAppLevelToken(opts.AppToken),
+		slack.OptionAPIURL(opts.APIURL),
+		slack.OptionHTTPClient(&counted),
+	)
+	return &Bot{
+		opts:      opts,
+		api:       api,
+		store:     opts.Store,
+		log:       log,
+		m:         m,
+		turnSlots: make(chan struct{}, opts.MaxConcurrentTurns),
+		admitSem:  make(chan struct{}, 64),
+		names:     nameCache{m: map[string]nameEntry{}},
+		cancels:   cancelRegistry{m: map[session.ThreadKey]context.CancelCauseFunc{}},
+		running:   map[session.ThreadKey]bool{},
+	}, nil
+}
+
+// Ready reports whether the bot can serve: at least one socket connected and
+// Redis answering (for /readyz).
+func (b *Bot) Ready(ctx context.Context) error {
+	if b.draining.Load() {
+		return errors.New("shutting down")
+	}
+	if b.sockets.Load() < 1 {
+		return errors.New("no socket-mode connection")
+	}
+	if err := b.store.Ping(ctx); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down: it stops reading envelopes,
+// gives running turns ShutdownGrace to finish (cancelling them halfway
+// through so they checkpoint) and returns. It fails early only if Slack
+// refuses the bot token.
+func (b *Bot) Run(ctx context.Context) error {
+	id, err := b.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("bot: auth.test: %w", err)
+	}
+	b.botUserID, b.botID, b.teamID = id.UserID, id.BotID, id.TeamID
+	b.log.Info("bot: authenticated", "team", id.TeamID, "bot_user", id.UserID, "replica", b.opts.ReplicaID)
+
+	// Turns run under their own context so shutdown can let them finish.
+	turnCtx, cancelTurns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelTurns(errors.New("bot stopped"))
+
+	var socks sync.WaitGroup
+	for i := range b.opts.SocketConnections {
+		socks.Go(func() {
+			// Spread connection opens so slack-go's close-then-reopen gaps
+			// do not coincide.
+			if i > 0 && !sleepCtx(ctx, time.Duration(i)*3*time.Second) {
+				return
+			}
+			b.superviseSocket(ctx, turnCtx, i)
+		})
+	}
+	<-ctx.Done()
+	b.draining.Store(true)
+	socks.Wait()
+
+	done := make(chan struct{})
+	go func() { b.workers.Wait(); close(done) }()
+	half := time.NewTimer(b.opts.ShutdownGrace / 2)
+	defer half.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-half.C:
+		b.log.Info("bot: shutdown: cancelling running turns so they checkpoint")
+		cancelTurns(errShutdown)
+	}
+	full := time.NewTimer(b.opts.ShutdownGrace / 2)
+	defer full.Stop()
+	select {
+	case <-done:
+	case <-full.C:
+		b.log.Warn("bot: shutdown grace period over with turns still running")
+		<-done // they were cancelled: they end promptly
+	}
+	return nil
+}
+
+var errShutdown = errors.New("bot shutting down")
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,290 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// eventCallback is the events_api payload, decoded by us (not slackevents)
+// so that unknown or malformed shapes degrade to "ignore" and the decoder
+// can be fuzzed.
+type eventCallback struct {
+	Type    string          `json:"type"`
+	TeamID  string          `json:"team_id"`
+	EventID string          `json:"event_id"`
+	Event   json.RawMessage `json:"event"`
+}
+
+type innerEvent struct {
+	Type        string `json:"type"`
+	Subtype     string `json:"subtype"`
+	User        string `json:"user"`
+	BotID       string `json:"bot_id"`
+	Text        string `json:"text"`
+	TS          string `json:"ts"`
+	ThreadTS    string `json:"thread_ts"`
+	Channel     string `json:"channel"`
+	ChannelType string `json:"channel_type"`
+	Team        string `json:"team"`
+
+	AssistantThread *struct {
+		UserID    string `json:"user_id"`
+		ChannelID string `json:"channel_id"`
+		ThreadTS  string `json:"thread_ts"`
+	} `json:"assistant_thread"`
+}
+
+// Message kinds.
+const (
+	kindMention   = "mention"
+	kindReply     = "reply"
+	kindDM        = "dm"
+	kindAssistant = "assistant_started"
+)
+
+// inbound is one person's message bound for a thread's session. It is the
+// payload queued in Redis, so its JSON is a stored format: extend, never
+// rename.
+type inbound struct {
+	Kind     string `json:"kind"`
+	Team     string `json:"team"`
+	Channel  string `json:"channel"`
+	ThreadTS string `json:"thread_ts"`
+	TS       string `json:"ts"`
+	User     string `json:"user"`
+	Text     string `json:"text"`
+	EventID  string `json:"event_id,omitempty"`
+	// NotBefore delays the turn when the person was over their rate.
+	NotBefore time.Time `json:"not_before,omitzero"`
+	Received  time.Time `json:"received"`
+}
+
+func (m inbound) key() session.ThreadKey {
+	return session.ThreadKey{Team: m.Team, Channel: m.Channel, ThreadTS: m.ThreadTS}
+}
+
+// decodeEvent turns an events_api payload into an inbound message, or
+// ok=false when the event is not one the bot answers. It does no I/O; the
+// caller checks whether a plain thread reply belongs to a session
+// (needsSession).
+func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool, err error) {
+	var cb eventCallback
+	if err := json.Unmarshal(raw, &cb); err != nil {
+		return m, false, false, fmt.Errorf("decoding event callback: %w", err)
+	}
+	if cb.Type != "event_callback" || len(cb.Event) == 0 {
+		return m, false, false, nil
+	}
+	var ev innerEvent
+	if err := json.Unmarshal(cb.Event, &ev); err != nil {
+		return m, false, false, fmt.Errorf("decoding %s event: %w", cb.TeamID, err)
+	}
+	team := cb.TeamID
+	if team == "" {
+		team = ev.Team
+	}
+	m = inbound{Team: team, Channel: ev.Channel, TS: ev.TS, User: ev.User, EventID: cb.EventID, ThreadTS: ev.ThreadTS}
+	if m.ThreadTS == "" {
+		m.ThreadTS = ev.TS
+	}
+	switch ev.Type {
+	case "assistant_thread_started":
+		if ev.AssistantThread == nil || ev.AssistantThread.ChannelID == "" || ev.AssistantThread.ThreadTS == "" {
+			return m, false, false, nil
+		}
+		m.Kind = kindAssistant
+		m.Channel, m.ThreadTS, m.User, m.TS = ev.AssistantThread.ChannelID, ev.AssistantThread.ThreadTS, ev.AssistantThread.UserID, ""
+		return m, false, team != "", nil
+	case "app_mention":
+		if !b.fromPerson(ev) || ev.Channel == "" || ev.TS == "" {
+			return m, false, false, nil
+		}
+		m.Kind = kindMention
+	case "message":
+		// Edits, deletions, joins and hidden assistant updates are not
+		// messages to answer.
+		switch ev.Subtype {
+		case "", "thread_broadcast", "file_share":
+		default:
+			return m, false, false, nil
+		}
+		if !b.fromPerson(ev) || ev.Channel == "" || ev.TS == "" {
+			return m, false, false, nil
+		}
+		switch {
+		case ev.ChannelType == "im" || strings.HasPrefix(ev.Channel, "D"):
+			m.Kind = kindDM
+		case ev.ThreadTS == "":
+			// A top-level channel message reaches the bot only as app_mention.
+			return m, false, false, nil
+		case b.botUserID != "" && strings.Contains(ev.Text, "<@"+b.botUserID+">"):
+			// The same message arrives as app_mention, which handles it.
+			return m, false, false, nil
+		default:
+			m.Kind = kindReply
+			needsSession = true
+		}
+	default:
+		return m, false, false, nil
+	}
+	if team == "" {
+		return m, false, false, nil
+	}
+	m.Text = b.stripMention(ev.Text)
+	return m, needsSession, true, nil
+}
+
+// fromPerson reports whether the event is from someone the bot answers:
+// never itself, other bots only when configured.
+func (b *Bot) fromPerson(ev innerEvent) bool {
+	switch {
+	case b.botID != "" && ev.BotID == b.botID, b.botUserID != "" && ev.User == b.botUserID:
+		return false
+	case ev.BotID != "" || ev.Subtype == "bot_message":
+		return b.opts.AllowBots && ev.User != ""
+	}
+	return ev.User != ""
+}
+
+// stripMention removes the bot's own mention from the text.
+func (b *Bot) stripMention(text string) string {
+	if b.botUserID != "" {
+		text = strings.ReplaceAll(text, "<@"+b.botUserID+">", "")
+	}
+	return strings.TrimSpace(text)
+}
+
+// admitEvent records an events_api envelope and reports whether to ack it.
+func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retry int) bool {
+	m, needsSession, ok, err := b.decodeEvent(raw)
+	if err != nil {
+		// It will not decode on redelivery either: ack and log.
+		b.log.Warn("bot: malformed event payload", "err", err, "bytes", len(raw))
+		return true
+	}
+	if !ok {
+		return true
+	}
+	if b.draining.Load() {
+		return false // another replica (or our successor) takes it
+	}
+	m.Received = b.opts.Now()
+	log := b.log.With(threadAttrs(m.Team, m.Channel, m.ThreadTS)...)
+	if m.Kind == kindAssistant {
+		first, err := b.store.Admit(ctx, m.Team, m.EventID, "", "")
+		if err != nil {
+			log.Warn("bot: cannot record event; not acking", "err", err)
+			return false
+		}
+		if first {
+			b.suggestPrompts(ctx, m)
+		} else {
+			b.m.Deduped.Inc()
+		}
+		return true
+	}
+	if needsSession {
+		exists, err := b.store.Exists(ctx, m.key())
+		if err != nil {
+			log.Warn("bot: cannot check session; not acking", "err", err)
+			return false
+		}
+		if !exists {
+			return true
+		}
+	}
+	first, err := b.store.Admit(ctx, m.Team, m.EventID, m.Channel, m.TS)
+	if err != nil {
+		log.Warn("bot: cannot record event; not acking", "err", err)
+		return false
+	}
+	if !first {
+		b.m.Deduped.Inc()
+		log.Debug("bot: duplicate event", "event_id", m.EventID, "retry", retry)
+		return true
+	}
+	forget := func() {
+		if err := b.store.Forget(context.WithoutCancel(ctx), m.Team, m.EventID, m.Channel, m.TS); err != nil {
+			log.Warn("bot: cannot undo event record", "err", err)
+		}
+	}
+	// Per-person budget: over it, the message still runs, later, and the
+	// person is told.
+	if ok, wait, err := b.store.Take(ctx, m.Team+":user:"+m.User, b.opts.UserTurnsPerMinute, b.opts.UserTurnsPerMinute); err == nil && !ok {
+		m.NotBefore = m.Received.Add(wait)
+		b.m.UserRateLimited.Inc()
+		b.ephemeral(ctx, m, fmt.Sprintf("You're sending me more than %d requests a minute. I'll get to this one in about %d seconds.",
+			b.opts.UserTurnsPerMinute, int(wait.Seconds()+1)))
+	}
+	payload, err := json.Marshal(m)
+	if err != nil {
+		forget()
+		return true
+	}
+	leased, err := b.store.Enqueue(ctx, m.key(), payload)
+	if errors.Is(err, session.ErrQueueFull) {
+		log.Warn("bot: thread queue full; dropping message")
+		b.ephemeral(ctx, m, "This thread has too many messages waiting; please try again in a little while.")
+		return true
+	}
+	if err != nil {
+		log.Warn("bot: cannot queue message; not acking", "err", err)
+		forget()
+		return false
+	}
+	if leased {
+		// A turn is running (here or on another replica): it takes the
+		// message next. Show that it was received.
+		b.m.QueuedMessages.Inc()
+		b.react(ctx, m, "eyes")
+		return true
+	}
+	b.startWorker(turnCtx, m.key())
+	return true
+}
+
+// suggestPrompts answers assistant_thread_started with suggested prompts.
+func (b *Bot) suggestPrompts(ctx context.Context, m inbound) {
+	err := b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+		ChannelID: m.Channel,
+		ThreadTS:  m.ThreadTS,
+		Title:     "Try asking",
+		Prompts: []slack.AssistantThreadsPrompt{
+			{Title: "What can you do?", Message: "What can you do, and which tools do you have here?"},
+			{Title: "Explain something", Message: "Explain how socket mode works in Slack apps."},
+			{Title: "Draft a message", Message: "Help me draft a short announcement for my team."},
+		},
+	})
+	if err != nil {
+		b.log.Debug("bot: suggested prompts failed", "err", err)
+	}
+}
+
+// ephemeral tells the person something only they see (best effort).
+func (b *Bot) ephemeral(ctx context.Context, m inbound, text string) {
+	opts := []slack.MsgOption{slack.MsgOptionText(EscapeText(text), false)}
+	if m.ThreadTS != "" && m.Kind != kindDM {
+		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
+	}
+	if _, err := b.api.PostEphemeralContext(ctx, m.Channel, m.User, opts...); err != nil {
+		b.log.Debug("bot: ephemeral failed", "err", err)
+	}
+}
+
+// react adds a reaction to the person's message (best effort).
+func (b *Bot) react(ctx context.Context, m inbound, name string) {
+	if m.TS == "" {
+		return
+	}
+	if err := b.api.AddReactionContext(ctx, name, slack.NewRefToMessage(m.Channel, m.TS)); err != nil {
+		b.log.Debug("bot: reaction failed", "err", err)
+	}
+}

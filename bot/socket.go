@@ -1,0 +1,239 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+)
+
+// ackBudget bounds recording plus acking one envelope: Slack wants the ack
+// within 3 s.
+const ackBudget = 2500 * time.Millisecond
+
+// superviseSocket keeps one socket-mode connection up until ctx ends,
+// recreating the client when it gives up (fatal auth errors excepted, which
+// it retries slowly so a revoked token shows in /readyz and logs).
+func (b *Bot) superviseSocket(ctx, turnCtx context.Context, n int) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := b.runSocket(ctx, turnCtx, n)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			backoff = time.Second
+		}
+		b.log.Warn("bot: socket-mode client stopped; reconnecting", "conn", n, "err", err, "backoff", backoff)
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, 2*time.Minute)
+	}
+}
+
+// runSocket runs one socketmode client and drains its events: every
+// envelope is handed to a bounded admission step (record, then ack) so the
+// reader never stalls.
+func (b *Bot) runSocket(ctx, turnCtx context.Context, n int) error {
+	dialer := &websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: 10 * time.Second,
+		WriteBufferSize:  32 * 1024,
+	}
+	client := socketmode.New(b.api,
+		socketmode.OptionDialer(dialer),
+		socketmode.OptionPingInterval(b.opts.PingInterval),
+	)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- client.RunContext(sctx) }()
+
+	connected := false
+	setConnected := func(v bool) {
+		if v != connected {
+			connected = v
+			if v {
+				b.sockets.Add(1)
+				b.m.Sockets.Inc()
+			} else {
+				b.sockets.Add(-1)
+				b.m.Sockets.Dec()
+			}
+		}
+	}
+	defer setConnected(false)
+
+	var handlers sync.WaitGroup
+	defer handlers.Wait()
+	for {
+		select {
+		case err := <-runErr:
+			return err
+		case evt := <-client.Events:
+			switch evt.Type {
+			case socketmode.EventTypeConnected, socketmode.EventTypeHello:
+				setConnected(true)
+				if evt.Request != nil && evt.Type == socketmode.EventTypeHello {
+					b.log.Debug("bot: socket hello", "conn", n, "num_connections", evt.Request.NumConnections)
+				}
+			case socketmode.EventTypeConnecting, socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError,
+				socketmode.EventTypeErrorWriteFailed, socketmode.EventTypeDisconnect:
+				setConnected(false)
+				b.log.Debug("bot: socket state", "conn", n, "state", string(evt.Type))
+			case socketmode.EventTypeInvalidAuth:
+				setConnected(false)
+				b.log.Error("bot: socket mode: invalid app token")
+			case socketmode.EventTypeErrorBadMessage:
+				b.badMessage(sctx, client, evt)
+			case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
+				if evt.Request == nil {
+					continue
+				}
+				received := time.Now()
+				select {
+				case b.admitSem <- struct{}{}:
+				case <-sctx.Done():
+					continue
+				}
+				handlers.Go(func() {
+					defer func() { <-b.admitSem }()
+					b.handleEnvelope(sctx, turnCtx, client, evt, received)
+				})
+			}
+		}
+	}
+}
+
+// handleEnvelope records one envelope and acks it. An events_api envelope
+// that could not be recorded is not acked: Slack redelivers it.
+func (b *Bot) handleEnvelope(ctx, turnCtx context.Context, client *socketmode.Client, evt socketmode.Event, received time.Time) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error("bot: panic while handling an envelope", "type", string(evt.Type), "panic", r)
+		}
+	}()
+	req := evt.Request
+	b.m.Events.WithLabelValues(string(evt.Type)).Inc()
+	actx, cancel := context.WithTimeout(ctx, ackBudget)
+	defer cancel()
+
+	var payload any
+	ack := true
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI:
+		ack = b.admitEvent(actx, turnCtx, req.Payload, req.RetryAttempt)
+	case socketmode.EventTypeInteractive:
+		payload = b.interactive(actx, req.Payload)
+	case socketmode.EventTypeSlashCommand:
+		payload = b.slashCommand(actx, req.Payload)
+	}
+	if !ack {
+		return
+	}
+	if err := client.AckCtx(actx, req.EnvelopeID, payload); err != nil {
+		b.log.Warn("bot: ack failed; Slack will redeliver", "type", string(evt.Type), "err", err)
+		return
+	}
+	b.m.AckLatency.Observe(time.Since(received).Seconds())
+}
+
+// badMessage handles a frame slack-go could not decode: it is logged by
+// type only and acked when it carries an envelope id, since a payload we
+// cannot parse will not parse on redelivery either.
+func (b *Bot) badMessage(ctx context.Context, client *socketmode.Client, evt socketmode.Event) {
+	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
+	if !ok {
+		return
+	}
+	var env struct {
+		EnvelopeID string `json:"envelope_id"`
+		Type       string `json:"type"`
+	}
+	_ = json.Unmarshal(bad.Message, &env)
+	b.log.Warn("bot: malformed socket-mode frame", "type", env.Type, "bytes", len(bad.Message), "err", errors.Unwrap(bad.Cause))
+	if env.EnvelopeID == "" {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, ackBudget)
+	defer cancel()
+	_ = client.AckCtx(actx, env.EnvelopeID, nil)
+}
+
+// interactive handles block_actions and view submissions; it returns the
+// ack payload (nil for a plain ack).
+func (b *Bot) interactive(ctx context.Context, raw json.RawMessage) any {
+	var cb slack.InteractionCallback
+	if err := json.Unmarshal(raw, &cb); err != nil {
+		b.log.Warn("bot: malformed interactive payload", "err", err)
+		return nil
+	}
+	if cb.Type == slack.InteractionTypeBlockActions {
+		for _, a := range cb.ActionCallback.BlockActions {
+			if a == nil {
+				continue
+			}
+			if a.ActionID == actionStop {
+				b.stopClicked(ctx, cb, a.Value)
+			}
+		}
+	}
+	return nil
+}
+
+// slashCommand answers /bobbin; the commands themselves come later.
+func (b *Bot) slashCommand(_ context.Context, raw json.RawMessage) any {
+	var cmd slack.SlashCommand
+	if err := json.Unmarshal(raw, &cmd); err != nil {
+		b.log.Warn("bot: malformed slash command", "err", err)
+		return nil
+	}
+	return map[string]string{"response_type": "ephemeral", "text": "Mention me in a channel or message me directly, and I'll answer in the thread."}
+}
+
+// logAttrs are the attributes every log line about a thread carries.
+func threadAttrs(team, channel, thread string) []any {
+	return []any{slog.String("team", team), slog.String("channel", channel), slog.String("thread", thread)}
+}
+
+// countingTransport counts Web API calls by method and HTTP status.
+type countingTransport struct {
+	next http.RoundTripper
+	m    *Metrics
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	method := r.URL.Path
+	if i := lastSlash(method); i >= 0 {
+		method = method[i+1:]
+	}
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		t.m.SlackCalls.WithLabelValues(method, "error").Inc()
+		return resp, err
+	}
+	t.m.SlackCalls.WithLabelValues(method, strconv.Itoa(resp.StatusCode)).Inc()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		t.m.RateLimited.WithLabelValues(method).Inc()
+	}
+	return resp, nil
+}
+
+func lastSlash(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	return -1
+}

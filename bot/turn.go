@@ -1,0 +1,354 @@
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// maxBatch bounds how many queued messages one turn takes in.
+const maxBatch = 20
+
+// startWorker makes sure a local worker serves thread k: it starts one, or
+// tells the running one to look again before it exits.
+func (b *Bot) startWorker(ctx context.Context, k session.ThreadKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.running[k]; ok {
+		b.running[k] = true // look again
+		return
+	}
+	b.running[k] = false
+	b.workers.Go(func() { b.threadWorker(ctx, k) })
+}
+
+func (b *Bot) threadWorker(ctx context.Context, k session.ThreadKey) {
+	for {
+		b.serveThread(ctx, k)
+		b.mu.Lock()
+		again := b.running[k]
+		if !again || ctx.Err() != nil {
+			delete(b.running, k)
+			b.mu.Unlock()
+			return
+		}
+		b.running[k] = false
+		b.mu.Unlock()
+	}
+}
+
+// serveThread takes the thread's lease and runs turns until its queue is
+// empty. Without the lease (another replica holds it) it returns: the
+// holder drains the queue.
+func (b *Bot) serveThread(ctx context.Context, k session.ThreadKey) {
+	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	select {
+	case b.turnSlots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-b.turnSlots }()
+
+	var lease *session.Lease
+	for attempt := 0; ; attempt++ {
+		var err error
+		lease, err = b.store.Acquire(ctx, k, b.opts.ReplicaID)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, session.ErrLeaseHeld) {
+			return
+		}
+		if attempt >= 4 || !sleepCtx(ctx, time.Duration(1<<attempt)*250*time.Millisecond) {
+			log.Error("bot: cannot take the thread lease; its queued messages wait for the next event", "err", err)
+			return
+		}
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	var renew sync.WaitGroup
+	renew.Go(func() {
+		if err := lease.Run(lctx); err != nil {
+			log.Warn("bot: thread lease lost; stopping the turn", "err", err)
+			cancel(err)
+		}
+	})
+	defer func() {
+		cancel(nil)
+		renew.Wait()
+	}()
+
+	for lctx.Err() == nil {
+		var batch []inbound
+		for len(batch) < maxBatch {
+			payload, ok, err := b.store.Dequeue(lctx, k, lease.Token())
+			if err != nil {
+				log.Warn("bot: dequeue failed", "err", err)
+				break
+			}
+			if !ok {
+				break
+			}
+			var m inbound
+			if err := json.Unmarshal(payload, &m); err != nil {
+				log.Warn("bot: dropping undecodable queued message", "err", err)
+				continue
+			}
+			batch = append(batch, m)
+		}
+		if len(batch) > 0 {
+			b.runTurn(lctx, lease, batch)
+			continue
+		}
+		released, err := lease.ReleaseIfIdle(context.WithoutCancel(lctx))
+		if err != nil {
+			log.Warn("bot: releasing the thread lease failed", "err", err)
+			return
+		}
+		if released {
+			return
+		}
+	}
+	// Shutdown or lease lost: hand the thread over at once.
+	if errors.Is(context.Cause(lctx), errShutdown) || errors.Is(context.Cause(ctx), errShutdown) {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer rcancel()
+		_ = lease.Release(rctx)
+	}
+}
+
+// stopCause is the cancel cause of a turn stopped with the Stop button.
+type stopCause struct{ user string }
+
+func (s stopCause) Error() string { return "stopped by " + s.user }
+
+// runTurn runs one agent turn for the batch of messages.
+func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound) {
+	k := lease.Key()
+	fence := lease.Token()
+	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	last := batch[len(batch)-1]
+	for _, m := range batch {
+		if wait := time.Until(m.NotBefore); wait > 0 && !sleepCtx(ctx, wait) {
+			return
+		}
+	}
+	b.m.ActiveTurns.Inc()
+	defer b.m.ActiveTurns.Dec()
+	start := time.Now()
+
+	meta, history, err := b.store.Load(ctx, k)
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		log.Error("bot: loading the session failed", "err", err)
+		b.failNotice(ctx, k, last, "I couldn't load this conversation just now. Please try again in a moment.")
+		return
+	}
+	now := b.opts.Now()
+	if meta.Created.IsZero() {
+		meta.Created = now
+		meta.Model = b.opts.Model
+		meta.System = b.systemPrompt(ctx, k, now)
+	}
+	userMsgs := make([]provider.Message, 0, len(batch))
+	for _, m := range batch {
+		userMsgs = append(userMsgs, provider.Message{
+			Role:     provider.RoleUser,
+			Content:  m.Text,
+			UserID:   m.User,
+			UserName: b.names.name(ctx, b.api, m.User),
+			Meta:     map[string]string{"ts": m.TS},
+		})
+	}
+	meta.TurnID = newID()
+	meta.RequesterID = last.User
+	meta.TriggerTS = last.TS
+	meta.ReplyTS = ""
+	meta.Phase = "model"
+	meta.Updated = now
+	if err := b.store.Append(ctx, k, fence, userMsgs...); err != nil {
+		log.Error("bot: saving the message failed", "err", err)
+		return
+	}
+	if err := b.store.SaveMeta(ctx, k, fence, meta); err != nil {
+		log.Warn("bot: saving session metadata failed", "err", err)
+	}
+
+	var tools []agent.Tool
+	if b.opts.Tools != nil {
+		if tools, err = b.opts.Tools.Tools(ctx, k.Team); err != nil {
+			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
+			tools = nil
+		}
+	}
+
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	b.cancels.add(k, cancel)
+	defer b.cancels.remove(k)
+
+	r := newStreamer(b, k, last)
+	var loop sync.WaitGroup
+	loop.Go(func() { r.loop(turnCtx) })
+
+	anchor := agent.Anchor{Model: meta.Model, Messages: meta.AnchorMessages, InputTokens: meta.AnchorInput}
+	if meta.Extra != nil {
+		anchor.OutputTokens, _ = strconv.Atoi(meta.Extra["anchor_output"])
+	}
+	checkpoint := func(ctx context.Context, cp agent.Checkpoint) error {
+		if cp.Replace {
+			if err := b.store.Replace(ctx, k, fence, cp.Append); err != nil {
+				return err
+			}
+		} else if len(cp.Append) > 0 {
+			if err := b.store.Append(ctx, k, fence, cp.Append...); err != nil {
+				return err
+			}
+		}
+		meta.Usage.Add(cp.Usage)
+		meta.Calibration = cp.Calibration
+		meta.AnchorInput, meta.AnchorMessages = cp.Anchor.InputTokens, cp.Anchor.Messages
+		if meta.Extra == nil {
+			meta.Extra = map[string]string{}
+		}
+		meta.Extra["anchor_output"] = strconv.Itoa(cp.Anchor.OutputTokens)
+		meta.Updated = b.opts.Now()
+		return b.store.SaveMeta(ctx, k, fence, meta)
+	}
+	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
+		System:      meta.System,
+		History:     append(history, userMsgs...),
+		Tools:       tools,
+		Grants:      meta.Grants,
+		Observer:    r,
+		Checkpoint:  checkpoint,
+		Calibration: meta.Calibration,
+		Anchor:      anchor,
+	})
+
+	// The final text must arrive even when the turn was cancelled.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer fcancel()
+	r.close()
+	loop.Wait()
+	footer := ""
+	cause := context.Cause(turnCtx)
+	var stop stopCause
+	switch {
+	case runErr == nil:
+		if res.Notice != "" {
+			footer = "_" + res.Notice + "_"
+		}
+	case errors.As(cause, &stop):
+		footer = "_Stopped by <@" + stop.user + ">._"
+	case errors.Is(cause, errShutdown):
+		footer = "_Interrupted: the bot is restarting._"
+	case errors.Is(cause, session.ErrLeaseLost), errors.Is(runErr, session.ErrStaleFence):
+		// Another replica has the thread now; it finishes the answer.
+		footer = ""
+	default:
+		log.Error("bot: turn failed", "err", runErr, "outcome", res.Outcome.String())
+		footer = "_Sorry, something went wrong while I was answering. Please try again._"
+	}
+	r.finish(fctx, res.Text, footer)
+
+	meta.Phase = "done"
+	meta.ReplyTS = r.replyTS()
+	meta.Updated = b.opts.Now()
+	if err := b.store.SaveMeta(fctx, k, fence, meta); err != nil && !errors.Is(err, session.ErrStaleFence) {
+		log.Warn("bot: saving session metadata failed", "err", err)
+	}
+	outcome := res.Outcome.String()
+	if errors.As(cause, &stop) {
+		outcome = "stopped"
+	}
+	b.m.Turns.WithLabelValues(outcome).Inc()
+	b.m.TurnDuration.Observe(time.Since(start).Seconds())
+	if res.Usage.Known {
+		b.m.Tokens.WithLabelValues("input").Add(float64(res.Usage.InputTokens))
+		b.m.Tokens.WithLabelValues("output").Add(float64(res.Usage.OutputTokens))
+		b.m.Tokens.WithLabelValues("cache_read").Add(float64(res.Usage.CacheReadTokens))
+	}
+	log.Info("bot: turn done", "outcome", outcome, "steps", res.Steps, "duration", time.Since(start).Round(time.Millisecond).String())
+}
+
+// failNotice posts a short safe message in the thread.
+func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, text string) {
+	_, _, err := b.api.PostMessageContext(context.WithoutCancel(ctx), k.Channel,
+		slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(EscapeText(text), false),
+		slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+	if err != nil {
+		b.log.Warn("bot: failure notice not delivered", "err", err)
+	}
+}
+
+// systemPrompt is the session's system prompt, fixed at session start so
+// prompt caches hit: the Slack setting, the date, workspace and channel
+// names, how to format, then the operator's instructions.
+func (b *Bot) systemPrompt(ctx context.Context, k session.ThreadKey, now time.Time) string {
+	team, channel := b.names.team(ctx, b.api, k.Team), b.names.channel(ctx, b.api, k.Channel)
+	var s strings.Builder
+	s.WriteString("You are Bobbin, an assistant answering inside a Slack thread. ")
+	s.WriteString("Several people may talk in the thread; each user message starts with who wrote it as [name (user id)]. ")
+	fmt.Fprintf(&s, "Today is %s. ", now.UTC().Format("Monday, 2 January 2006"))
+	fmt.Fprintf(&s, "Workspace: %s. ", team)
+	if strings.HasPrefix(k.Channel, "D") {
+		s.WriteString("This is a direct message conversation. ")
+	} else {
+		fmt.Fprintf(&s, "Channel: #%s. ", channel)
+	}
+	s.WriteString("Format answers in standard Markdown (bold, italics, lists, links, fenced code blocks); " +
+		"Slack shows it directly, but has no tables: use lists or code blocks instead. Keep answers concise and readable in a chat. " +
+		"Never try to notify people: do not write @channel, @here or user mentions.")
+	if p := strings.TrimSpace(b.opts.SystemPrompt); p != "" {
+		s.WriteString("\n\n")
+		s.WriteString(p)
+	}
+	return s.String()
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// cancelRegistry maps running threads to their turn's cancel function, for
+// the Stop button.
+type cancelRegistry struct {
+	mu sync.Mutex
+	m  map[session.ThreadKey]context.CancelCauseFunc
+}
+
+func (r *cancelRegistry) add(k session.ThreadKey, c context.CancelCauseFunc) {
+	r.mu.Lock()
+	r.m[k] = c
+	r.mu.Unlock()
+}
+
+func (r *cancelRegistry) remove(k session.ThreadKey) {
+	r.mu.Lock()
+	delete(r.m, k)
+	r.mu.Unlock()
+}
+
+func (r *cancelRegistry) cancel(k session.ThreadKey, cause error) bool {
+	r.mu.Lock()
+	c, ok := r.m[k]
+	r.mu.Unlock()
+	if ok {
+		c(cause)
+	}
+	return ok
+}
