@@ -107,6 +107,11 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[pro
 
 // decode reads the SSE body of s and yields events.
 func (c *Client) decode(ctx context.Context, s *transport.Stream, yield func(provider.Event, error) bool) {
+	if ct := s.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		// Some gateways answer 200 with a JSON error instead of a stream.
+		yield(provider.Event{}, c.jsonInsteadOfStream(ctx, s))
+		return
+	}
 	r := sse.NewReader(s, 0)
 	var d decoder
 	sawDone := false
@@ -152,6 +157,20 @@ func (c *Client) decode(ctx context.Context, s *transport.Stream, yield func(pro
 			return
 		}
 	}
+}
+
+// jsonInsteadOfStream reports a 200 answer that is JSON, not SSE: its
+// error if it carries one, else a truncated stream.
+func (c *Client) jsonInsteadOfStream(ctx context.Context, s *transport.Stream) error {
+	b, err := io.ReadAll(io.LimitReader(s, transport.MaxErrorBody))
+	if err != nil {
+		return c.readError(ctx, s, err)
+	}
+	if ae, ok := probeError(b).(*provider.APIError); ok {
+		ae.Message = c.t.ScrubString(ae.Message)
+		return ae
+	}
+	return fmt.Errorf("openai: stream: %w: got a JSON body instead of an event stream", provider.ErrTruncated)
 }
 
 // readError wraps a failure to read the body. Unless the caller cancelled,

@@ -607,3 +607,16 @@ func TestAuthHeaderAndURL(t *testing.T) {
 		t.Errorf("body lacks stream:true: %s", srv.bodies[0])
 	}
 }
+
+func TestJSONInsteadOfStream(t *testing.T) {
+	srv, _ := errServer(t, 200, map[string]string{"Content-Type": "application/json"}, `{"error":{"message":"model overloaded","type":"server_error"}}`)
+	_, err := collect(t, newTestClient(srv.URL, Options{}), provider.Request{Model: "m"})
+	var ae *provider.APIError
+	if !errors.As(err, &ae) || ae.Message != "model overloaded" || !ae.Retryable {
+		t.Fatalf("error = %v, want the retryable APIError from the JSON body", err)
+	}
+	srv, _ = errServer(t, 200, map[string]string{"Content-Type": "application/json"}, `{"choices":[]}`)
+	if _, err := collect(t, newTestClient(srv.URL, Options{}), provider.Request{Model: "m"}); !errors.Is(err, provider.ErrTruncated) {
+		t.Fatalf("error = %v, want ErrTruncated", err)
+	}
+}
