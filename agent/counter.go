@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/pkoukk/tiktoken-go"
@@ -127,8 +128,27 @@ func (c *Counter) Count(s string) int {
 	if c == nil || c.enc == nil {
 		return (len(s) + 3) / 4
 	}
-	return len(c.enc.EncodeOrdinary(s))
+	// Byte-pair merging is quadratic in the length of one pre-tokenized
+	// piece: a 40 KB run without spaces (base64, minified JSON, "xxxx…")
+	// takes seconds. Cut such runs into short segments and count each; at
+	// most a token per cut is lost.
+	n, start, run := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r':
+			run = 0
+		case run >= maxRun && utf8.RuneStart(ch):
+			n += len(c.enc.EncodeOrdinary(s[start:i]))
+			start, run = i, 1
+		default:
+			run++
+		}
+	}
+	return n + len(c.enc.EncodeOrdinary(s[start:]))
 }
+
+// maxRun is the longest run of non-space bytes tokenized in one piece.
+const maxRun = 128
 
 // CountMessage returns the local token count of m including per-message and
 // per-call framing. Counts are cached by message content.

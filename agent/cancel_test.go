@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bobbinbot/bobbin/provider"
+	pt "github.com/bobbinbot/bobbin/provider/providertest"
+)
+
+var errStop = errors.New("stop button")
+
+func TestCancelMidStream(t *testing.T) {
+	gate := pt.NewGate()
+	h := []provider.Message{user("x")}
+	e := newEnv(t, Options{}, h, pt.Text("Hello, this is a long answer").WithGate(gate, 2))
+	ctx, cancel := context.WithCancelCause(t.Context())
+	go func() {
+		<-gate.Reached()
+		cancel(errStop)
+	}()
+	res, err := e.agent.Run(ctx, e.turn(h))
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, errStop) {
+		t.Errorf("err %v; want it to match context.Canceled and the cause", err)
+	}
+	if res.Outcome != Cancelled {
+		t.Errorf("outcome %v", res.Outcome)
+	}
+	last := e.store.history[len(e.store.history)-1]
+	if !last.Interrupted || last.Role != provider.RoleAssistant || last.Content != "Hello, this is a" {
+		t.Errorf("last stored message %+v; want the partial answer marked interrupted", last)
+	}
+	if res.Text != "Hello, this is a" {
+		t.Errorf("text %q", res.Text)
+	}
+	if len(e.store.history) != len(res.Messages) {
+		t.Errorf("stored %d messages, result %d", len(e.store.history), len(res.Messages))
+	}
+}
+
+func TestCancelBeforeAnyText(t *testing.T) {
+	gate := pt.NewGate()
+	h := []provider.Message{user("x")}
+	e := newEnv(t, Options{}, h, pt.Text("never").WithGate(gate, 0))
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-gate.Reached()
+		cancel()
+	}()
+	res, err := e.agent.Run(ctx, e.turn(h))
+	if !errors.Is(err, context.Canceled) || res.Outcome != Cancelled {
+		t.Fatalf("err %v outcome %v", err, res.Outcome)
+	}
+	last := e.store.history[len(e.store.history)-1]
+	if !last.Interrupted || last.Content != interruptedText {
+		t.Errorf("last %+v; want the interrupted marker", last)
+	}
+}
+
+func TestCancelMidTool(t *testing.T) {
+	running := make(chan struct{})
+	blocking := &fakeTool{name: "blocking", schema: `{"type":"object"}`, fn: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		close(running)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	quick := echoTool("quick")
+	h := []provider.Message{user("x")}
+	e := newEnv(t, Options{}, h,
+		pt.ToolCalls(pt.Call("q", "quick", `{}`), pt.Call("b", "blocking", `{}`)),
+		pt.Text("not reached"))
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-running
+		cancel()
+	}()
+	res, err := e.agent.Run(ctx, e.turn(h, hinted{quick, allowAll}, hinted{blocking, allowAll}))
+	if !errors.Is(err, context.Canceled) || res.Outcome != Cancelled {
+		t.Fatalf("err %v outcome %v", err, res.Outcome)
+	}
+	checkConsistent(t, e.store.history)
+	r := results(e.store.history)
+	if m := r["b"]; !m.IsError || !strings.Contains(m.Content, "interrupted") {
+		t.Errorf("blocking result %+v; want interrupted", m)
+	}
+	if m := r["q"]; m.IsError && !strings.Contains(m.Content, "interrupted") {
+		t.Errorf("quick result %+v", m)
+	}
+	if e.p.Calls() != 1 {
+		t.Errorf("model called %d times after cancellation", e.p.Calls())
+	}
+}
+
+func TestCancelWhileAwaitingApproval(t *testing.T) {
+	asked := make(chan struct{})
+	ap := &approverFunc{fn: func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
+		close(asked)
+		<-ctx.Done()
+		return Deny, ctx.Err()
+	}}
+	tool := echoTool("t")
+	h := []provider.Message{user("x")}
+	e := newEnv(t, Options{}, h, pt.ToolCalls(pt.Call("1", "t", `{}`), pt.Call("2", "t", `{"q":"b"}`)))
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-asked
+		cancel()
+	}()
+	turn := e.turn(h, tool)
+	turn.Approver = ap
+	res, err := e.agent.Run(ctx, turn)
+	if !errors.Is(err, context.Canceled) || res.Outcome != Cancelled || tool.calls.Load() != 0 {
+		t.Fatalf("err %v outcome %v ran %d", err, res.Outcome, tool.calls.Load())
+	}
+	checkConsistent(t, e.store.history)
+	if len(ap.names()) != 1 {
+		t.Errorf("asked %d times after cancellation", len(ap.names()))
+	}
+}
+
+func TestResume(t *testing.T) {
+	tool := echoTool("t")
+	// A turn cut short after checkpointing the assistant message and one
+	// of its two results.
+	h := []provider.Message{
+		user("x"),
+		{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{pt.Call("1", "t", `{"q":"a"}`), pt.Call("2", "t", `{"q":"b"}`)}},
+		provider.ToolResult{CallID: "1", Name: "t", Content: "first"}.Message(),
+	}
+	e := newEnv(t, Options{}, h, pt.Text("all done"))
+	ap := always(AllowOnce)
+	turn := e.turn(h, tool)
+	turn.Approver = ap
+	res, err := e.agent.Run(t.Context(), turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool.calls.Load() != 1 || len(ap.names()) != 1 {
+		t.Errorf("ran %d, asked %d; want only the unanswered call, re-asked", tool.calls.Load(), len(ap.names()))
+	}
+	req := e.p.Requests()[0]
+	checkConsistent(t, req.Messages)
+	if got := results(req.Messages)["2"].Content; got != `ok:{"q":"b"}` {
+		t.Errorf("resumed result %q", got)
+	}
+	if res.Outcome != EndTurn || res.Steps != 1 || res.Text != "all done" {
+		t.Errorf("got %v %d %q", res.Outcome, res.Steps, res.Text)
+	}
+	if len(e.store.cps) != 2 || len(e.store.cps[0].Append) != 1 {
+		t.Errorf("checkpoints %+v; want the resumed result then the answer", e.store.cps)
+	}
+
+	// A history ending in a plain message calls the model directly.
+	h2 := append(res.Messages, user("again"))
+	e2 := newEnv(t, Options{}, h2, pt.Text("ok"))
+	if _, err := e2.agent.Run(t.Context(), e2.turn(h2, tool)); err != nil || tool.calls.Load() != 1 {
+		t.Errorf("err %v, ran %d", err, tool.calls.Load())
+	}
+}
