@@ -262,7 +262,10 @@ func (s *Store) WaitApproval(ctx context.Context, id string) (Approval, error) {
 		}
 		// BLPOP itself runs without ctx: a cancelled read would poison the
 		// connection; the one-second block bounds the delay instead.
-		res, err := conn.BLPop(context.WithoutCancel(ctx), approvalPoll, wake).Result()
+		// Block at most approvalPoll, and not past the expiry (BLPOP takes
+		// fractional seconds since Redis 6).
+		block := max(min(approvalPoll, time.Until(a.Expires)), 10*time.Millisecond)
+		err = conn.Do(context.WithoutCancel(ctx), "BLPOP", wake, strconv.FormatFloat(block.Seconds(), 'f', 3, 64)).Err()
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:
@@ -270,7 +273,7 @@ func (s *Store) WaitApproval(ctx context.Context, id string) (Approval, error) {
 		default:
 			// Put the token back so every other waiter wakes too; the
 			// list expires with the record.
-			if err := conn.RPush(context.WithoutCancel(ctx), wake, res[1]).Err(); err != nil {
+			if err := conn.RPush(context.WithoutCancel(ctx), wake, "1").Err(); err != nil {
 				return Approval{}, s.wrap("wait approval "+id, err)
 			}
 		}

@@ -137,6 +137,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	ro.ReadTimeout = opts.ReadTimeout
 	ro.WriteTimeout = opts.WriteTimeout
 	ro.MaxRetries = 1
+	ro.DialerRetries = 2 // fail fast when Redis is down: the caller retries (Slack redelivers)
+	ro.DialerRetryTimeout = 50 * time.Millisecond
 	ro.ContextTimeoutEnabled = true
 	ro.DisableIdentity = true // CLIENT SETINFO is noise on old servers and miniredis
 	s.rdb = redis.NewClient(ro)

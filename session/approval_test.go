@@ -1,0 +1,191 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func newApproval(k ThreadKey, expires time.Duration) Approval {
+	return Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1",
+		Server: "srv", Tool: "delete_file", ArgsDigest: "sha256:abc", CallID: "call_1",
+		Expires: time.Now().Add(expires), MessageTS: "1700000002.000300"}
+}
+
+func TestApprovalDecideExactlyOnceAcrossClients(t *testing.T) {
+	a := newStore(t, Options{})
+	b := peer(t, a, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	ap, err := a.CreateApproval(ctx, newApproval(k, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap.ID == "" || ap.State != ApprovalPending {
+		t.Fatalf("created approval = %+v", ap)
+	}
+	got, err := b.GetApproval(ctx, ap.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tool != "delete_file" || got.Requester != "U1" || !got.Expires.Equal(ap.Expires.Truncate(time.Millisecond)) {
+		t.Errorf("GetApproval from the other client = %+v", got)
+	}
+
+	// 20 clicks on two replicas at once, with different answers.
+	states := []string{ApprovalAllowOnce, ApprovalDeny, ApprovalAllowSession, ApprovalWithdrawn}
+	type click struct {
+		by   string
+		a    Approval
+		won  bool
+		err  error
+		want string
+	}
+	clicks := make([]click, 20)
+	var wg sync.WaitGroup
+	for i := range clicks {
+		st := []*Store{a, b}[i%2]
+		clicks[i].by = fmt.Sprintf("U%d", i)
+		clicks[i].want = states[i%len(states)]
+		wg.Go(func() {
+			clicks[i].a, clicks[i].won, clicks[i].err = st.Decide(ctx, ap.ID, clicks[i].want, clicks[i].by)
+		})
+	}
+	wg.Wait()
+	winners := 0
+	var final Approval
+	for _, c := range clicks {
+		if c.err != nil {
+			t.Fatalf("Decide: %v", c.err)
+		}
+		if c.won {
+			winners++
+			final = c.a
+			if c.a.State != c.want || c.a.DecidedBy != c.by {
+				t.Errorf("winner got %+v, want state %s by %s", c.a, c.want, c.by)
+			}
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d clicks won the compare-and-set, want exactly 1", winners)
+	}
+	for _, c := range clicks {
+		if c.a.State != final.State || c.a.DecidedBy != final.DecidedBy {
+			t.Errorf("click by %s saw %s by %s, want the winner's %s by %s", c.by, c.a.State, c.a.DecidedBy, final.State, final.DecidedBy)
+		}
+	}
+	// A replayed click later is a no-op.
+	again, won, err := b.Decide(ctx, ap.ID, ApprovalAllowOnce, "U99")
+	if err != nil || won || again.State != final.State {
+		t.Errorf("replayed click = %+v, %v, %v; want no change", again, won, err)
+	}
+	if _, _, err := a.Decide(ctx, "nope", ApprovalDeny, "U1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Decide of an unknown id: %v, want ErrNotFound", err)
+	}
+	if _, _, err := a.Decide(ctx, ap.ID, ApprovalPending, "U1"); err == nil {
+		t.Error("Decide to pending: want an error")
+	}
+}
+
+func TestWaitApprovalWokenByOtherClient(t *testing.T) {
+	a := newStore(t, Options{})
+	b := peer(t, a, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	ap, err := a.CreateApproval(ctx, newApproval(k, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two waiters (the turn, and a replica that resumed it) both wake.
+	type res struct {
+		a   Approval
+		err error
+	}
+	done := make(chan res, 2)
+	for range 2 {
+		go func() {
+			got, err := a.WaitApproval(ctx, ap.ID)
+			done <- res{got, err}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let them block; correctness does not depend on it
+	if _, won, err := b.Decide(ctx, ap.ID, ApprovalAllowSession, "U1"); err != nil || !won {
+		t.Fatalf("Decide = %v, %v", won, err)
+	}
+	for range 2 {
+		r := <-done
+		if r.err != nil || r.a.State != ApprovalAllowSession || r.a.DecidedBy != "U1" {
+			t.Errorf("WaitApproval = %+v, %v; want allow_session by U1", r.a, r.err)
+		}
+	}
+	pend, err := a.PendingApprovals(ctx, k)
+	if err != nil || len(pend) != 0 {
+		t.Errorf("PendingApprovals after decision = %v, %v; want none", pend, err)
+	}
+}
+
+func TestWaitApprovalCancelled(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	ap, err := s.CreateApproval(ctx, newApproval(k, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := s.WaitApproval(wctx, ap.ID); done <- err }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitApproval after cancel = %v, want context.Canceled", err)
+	}
+	// Stop withdraws the pending approvals.
+	pend, err := s.PendingApprovals(ctx, k)
+	if err != nil || len(pend) != 1 || pend[0].ID != ap.ID {
+		t.Fatalf("PendingApprovals = %+v, %v; want the one approval", pend, err)
+	}
+	if _, won, err := s.Decide(ctx, ap.ID, ApprovalWithdrawn, ""); err != nil || !won {
+		t.Errorf("withdraw = %v, %v", won, err)
+	}
+}
+
+func TestApprovalExpiry(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	ap, err := s.CreateApproval(ctx, newApproval(k, 300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.WaitApproval(ctx, ap.ID)
+	if err != nil || got.State != ApprovalExpired {
+		t.Fatalf("WaitApproval past expiry = %+v, %v; want expired", got, err)
+	}
+	// A click after expiry does not win and reports the expiry.
+	late, won, err := s.Decide(ctx, ap.ID, ApprovalAllowOnce, "U1")
+	if err != nil || won || late.State != ApprovalExpired {
+		t.Errorf("late click = %+v, %v, %v; want expired, not won", late, won, err)
+	}
+
+	// A click that arrives after expiry, before any waiter noticed, decides
+	// expired.
+	ap2, err := s.CreateApproval(ctx, newApproval(k, 50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	late, won, err = s.Decide(ctx, ap2.ID, ApprovalAllowOnce, "U1")
+	if err != nil || won || late.State != ApprovalExpired {
+		t.Errorf("click after expiry = %+v, %v, %v; want expired, not won", late, won, err)
+	}
+	if _, err := s.CreateApproval(ctx, newApproval(k, -time.Second)); err == nil {
+		t.Error("CreateApproval with a past expiry: want an error")
+	}
+	if _, err := s.CreateApproval(ctx, Approval{ID: ap.ID, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Expires: time.Now().Add(time.Minute)}); err == nil {
+		t.Error("CreateApproval with an existing id: want an error")
+	}
+}
