@@ -200,7 +200,7 @@ type Result struct {
 	// turn's messages appended, or the compacted history plus them.
 	Messages []provider.Message
 	// Text is the final visible answer: the text of the last assistant
-	// message of the turn.
+	// message of the turn that has text (partial if interrupted).
 	Text string
 	// Notice is a short message for the person when the turn ended early
 	// (step limit, loop guard, max tokens, stopped); empty otherwise.

@@ -160,7 +160,9 @@ func (r *run) loop(ctx context.Context) error {
 		msg := s.msg
 		reqLen := len(r.history)
 		r.res.Usage.Add(s.usage)
-		r.res.Text = msg.Content
+		if msg.Content != "" {
+			r.res.Text = msg.Content
+		}
 		r.budget.add(msg)
 		r.history = append(r.history, msg)
 		r.budget.observe(reqLen, s.usage)
