@@ -5,6 +5,17 @@
 // smoothing over the servers' differences (where usage arrives, tool-call
 // indexing, reasoning fields, mid-stream error shapes).
 //
+// Request shaping, in short: leading system messages stay system; a later
+// one is sent as a user message unless Options.MidConversationSystem; a user
+// message whose speaker is known starts with "[Name (ID)] " (or "[Name] ",
+// "[ID] "); each tool result is its own "tool" message; an assistant message
+// with tool calls always carries reasoning_content (DeepSeek requires it);
+// a call without a result gets a synthesized error result.
+//
+// Stream ends: [DONE], or a clean end of body after a finish reason, is a
+// normal end; anything else is provider.ErrTruncated. After finish_reason
+// "length" tool calls are dropped (their arguments may be cut).
+//
 // openai may import provider and its internal packages; it must not import
 // agent, bot, session, mcp, slack-go, go-redis or the MCP SDK.
 package openai
