@@ -3,6 +3,7 @@ package slackemu_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -364,5 +365,62 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestResponseURLModes(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{})
+	api := botClient(emu)
+	btn := slack.NewButtonBlockElement("go", "v", slack.NewTextBlockObject(slack.PlainTextType, "Go", false, false))
+	blocks := slack.MsgOptionBlocks(slack.NewActionBlock("b", btn))
+
+	tests := []struct {
+		name      string
+		ephemeral bool
+		opts      []slack.MsgOption
+		check     func(t *testing.T, ts string)
+	}{
+		{"delete_original", false, []slack.MsgOption{slack.MsgOptionDeleteOriginal("")}, func(t *testing.T, ts string) {
+			if m, _ := emu.MessageAt(slackemu.ChannelGen, ts); !m.Deleted {
+				t.Errorf("message not deleted: %+v", m)
+			}
+		}},
+		{"in_channel", false, []slack.MsgOption{slack.MsgOptionResponseURL("", slack.ResponseTypeInChannel), slack.MsgOptionText("for all", false)}, func(t *testing.T, ts string) {
+			msgs := emu.Messages(slackemu.ChannelGen)
+			if last := msgs[len(msgs)-1]; last.Text != "for all" || !last.IsBot() || last.Via != "response_url" {
+				t.Errorf("last message = %+v", last)
+			}
+		}},
+		{"replace ephemeral", true, []slack.MsgOption{slack.MsgOptionReplaceOriginal(""), slack.MsgOptionText("done", false)}, func(t *testing.T, ts string) {
+			e := emu.Ephemerals(slackemu.UserBob)
+			if len(e) != 1 || e[0].Text != "done" || !e[0].Replaced {
+				t.Errorf("ephemerals = %+v", e)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ts string
+			var err error
+			if tc.ephemeral {
+				ts, err = api.PostEphemeral(slackemu.ChannelGen, slackemu.UserBob, slack.MsgOptionText("choose", false), blocks)
+			} else {
+				_, ts, err = api.PostMessage(slackemu.ChannelGen, slack.MsgOptionText("choose", false), blocks)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := emu.Click(slackemu.TeamID, slackemu.UserBob, slackemu.ChannelGen, ts, "go", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The option's URL argument is replaced by the click's response_url.
+			opts := append([]slack.MsgOption{}, tc.opts...)
+			opts = append(opts, slack.UnsafeMsgOptionEndpoint(in.ResponseURL, func(url.Values) {}))
+			if _, _, err := api.PostMessage("", opts...); err != nil {
+				t.Fatalf("response_url: %v", err)
+			}
+			tc.check(t, ts)
+		})
 	}
 }

@@ -244,6 +244,9 @@ type Server struct {
 	acks      []AckRecord
 	badFrames int
 	inter     map[string]*interaction
+	methods   map[string]handlerFunc
+	connLog   []ConnInfo // closed connections
+	connStats ConnStats
 	revoked   map[string]bool
 	defaults  map[string]RateLimit
 }
@@ -311,6 +314,7 @@ func New(opts Options) *Server {
 		tickets:    map[string]time.Time{},
 		conns:      map[string]*conn{},
 		envelopes:  map[string]*Envelope{},
+		methods:    methodTable(),
 	}
 	for _, t := range opts.Teams {
 		s.AddTeam(t)
@@ -432,6 +436,14 @@ func (s *Server) RevokeToken(token string) {
 		s.revoked = map[string]bool{}
 	}
 	s.revoked[token] = true
+}
+
+// SetAckDropRate changes Options.AckDropRate at run time (0 stops losing
+// acks).
+func (s *Server) SetAckDropRate(rate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.AckDropRate = rate
 }
 
 // WaitFor polls cond (every 5 ms, and at every state change) until it

@@ -25,6 +25,14 @@ type ConnInfo struct {
 	Pongs     int
 	Delivered int // envelopes written to it
 	Acks      int // acks read from it
+	ClosedAt  time.Time
+}
+
+// ConnStats counts Socket Mode connections over the server's life.
+type ConnStats struct {
+	Opened   int // sockets that got hello
+	Rejected int // sockets turned away with too_many_websockets
+	MaxLive  int // most sockets with hello open at once
 }
 
 // conn is one live WebSocket.
@@ -126,6 +134,7 @@ func (s *Server) handleLink(w http.ResponseWriter, hr *http.Request) {
 		})
 		c.send(outFrame{typ: websocket.TextMessage, data: frame})
 		s.closeLaterLocked(c, time.Second)
+		s.connStats.Rejected++
 		s.log.Debug("slackemu: too many websockets", "conn", c.id, "live", live)
 	} else {
 		hello, _ := json.Marshal(map[string]any{
@@ -134,6 +143,8 @@ func (s *Server) handleLink(w http.ResponseWriter, hr *http.Request) {
 			"connection_info": map[string]any{"app_id": s.opts.AppID},
 		})
 		c.info.Hello = true
+		s.connStats.Opened++
+		s.connStats.MaxLive = max(s.connStats.MaxLive, live+1)
 		c.send(outFrame{typ: websocket.TextMessage, data: hello})
 		s.flushPendingLocked()
 		s.log.Debug("slackemu: socket open", "conn", c.id)
@@ -158,6 +169,8 @@ func (s *Server) removeConn(c *conn) {
 	defer s.mu.Unlock()
 	if _, ok := s.conns[c.id]; ok {
 		delete(s.conns, c.id)
+		c.info.ClosedAt = time.Now()
+		s.connLog = append(s.connLog, c.info)
 		s.log.Debug("slackemu: socket closed", "conn", c.id)
 		s.changedLocked()
 	}
@@ -296,6 +309,21 @@ func (s *Server) Connections() []ConnInfo {
 	}
 	slices.SortFunc(out, func(a, b ConnInfo) int { return a.OpenedAt.Compare(b.OpenedAt) })
 	return out
+}
+
+// ClosedConnections returns the connections closed so far (ClosedAt set),
+// in closing order: with Connections, the full socket history.
+func (s *Server) ClosedConnections() []ConnInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.connLog)
+}
+
+// ConnStats returns connection counters.
+func (s *Server) ConnStats() ConnStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connStats
 }
 
 // LiveConnections counts open sockets that got hello and no disconnect.

@@ -180,6 +180,9 @@ func TestTooManyWebsockets(t *testing.T) {
 	if n := emu.LiveConnections(); n != 10 {
 		t.Errorf("LiveConnections = %d, want 10", n)
 	}
+	if st := emu.ConnStats(); st.Opened != 10 || st.Rejected != 1 || st.MaxLive != 10 {
+		t.Errorf("ConnStats = %+v", st)
+	}
 	// Envelopes are spread over the live sockets.
 	var envs []string
 	for range 40 {

@@ -319,14 +319,13 @@ func (s *Server) serveAPI(hr *http.Request, r *request) (status int, resp map[st
 		return http.StatusOK, fail(decodeErr.Error()), 0
 	}
 
-	h, ok := methodTable()[r.method]
+	h, ok := s.methods[r.method]
 	if !ok {
 		s.resolveTeamLocked(r)
 		return http.StatusOK, fail("unknown_method"), 0
 	}
-	if hr.Method != http.MethodPost && !(hr.Method == http.MethodGet && r.method == "chat.getPermalink") {
-		return http.StatusOK, fail("method_not_supported_for_channel_type"), 0
-	}
+	// Slack takes GET (query arguments) as well as POST for every method;
+	// slack-go uses GET only for chat.getPermalink.
 	if err := s.authLocked(r); err != nil {
 		return http.StatusOK, fail(err.Error()), 0
 	}
