@@ -515,7 +515,7 @@ func TestIdleTimeoutCommentsOnly(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := newTestClient(srv.URL, Options{ClientOptions: provider.ClientOptions{IdleTimeout: 100 * time.Millisecond}})
+	c := newTestClient(srv.URL, Options{ClientOptions: provider.ClientOptions{IdleTimeout: 100 * time.Millisecond, RequestTimeout: 20 * time.Second}})
 	evs, err := collect(t, c, provider.Request{Model: "m"})
 	if !errors.Is(err, transport.ErrIdleTimeout) || !errors.Is(err, provider.ErrTruncated) {
 		t.Fatalf("error = %v, want idle timeout and ErrTruncated", err)

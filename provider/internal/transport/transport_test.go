@@ -356,18 +356,24 @@ func readLines(s *Stream, touch bool) (int, error) {
 func TestIdleTimeout(t *testing.T) {
 	tests := []struct {
 		name  string
+		lines int
 		line  string
 		touch bool
+		idle  time.Duration
 	}{
-		// Comments arrive faster than the idle timeout but do not count.
-		{"comments do not reset", ": keep-alive\n", false},
-		{"data resets, then silence", "data: {}\n", true},
+		// Bytes keep flowing (comments, never touched) far past the idle
+		// timeout: only Touch counts as progress.
+		{"comments do not reset", 1 << 30, ": keep-alive\n", false, 100 * time.Millisecond},
+		// Touched data keeps the stream alive; then silence ends it.
+		{"data resets, then silence", 20, "data: {}\n", true, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(ticker(20, tt.line, 2*time.Millisecond))
+			srv := httptest.NewServer(ticker(tt.lines, tt.line, 2*time.Millisecond))
 			t.Cleanup(srv.Close)
-			c := newClient(t, provider.ClientOptions{IdleTimeout: 200 * time.Millisecond}, &sleeps{})
+			// The overall timeout only turns a failure into an error
+			// instead of a hang.
+			c := newClient(t, provider.ClientOptions{IdleTimeout: tt.idle, RequestTimeout: 20 * time.Second}, &sleeps{})
 			s, err := c.Post(t.Context(), srv.URL, nil, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -377,8 +383,8 @@ func TestIdleTimeout(t *testing.T) {
 			if !errors.Is(err, ErrIdleTimeout) {
 				t.Fatalf("read error = %v, want ErrIdleTimeout", err)
 			}
-			if tt.touch && lines != 20 {
-				t.Errorf("read %d data lines before the idle timeout, want all 20", lines)
+			if tt.touch && lines != tt.lines {
+				t.Errorf("read %d data lines before the idle timeout, want all %d", lines, tt.lines)
 			}
 		})
 	}
