@@ -157,8 +157,9 @@ var errorKey = []byte(`"error"`)
 // it.
 func (d *decoder) feed(data string) ([]provider.Event, error) {
 	d.events = d.events[:0]
-	// json.Unmarshal neither keeps nor modifies its input, so the string's
-	// bytes can be lent to it without a copy.
+	// encoding/json neither keeps nor modifies its input (the Decoder
+	// copies into its own buffer), so the string's bytes are lent to it
+	// read-only instead of copied.
 	b := unsafe.Slice(unsafe.StringData(data), len(data))
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, nil // an empty data line carries nothing
