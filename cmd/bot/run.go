@@ -2,7 +2,24 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/anthropic"
+	"github.com/bobbinbot/bobbin/provider/openai"
+	"github.com/bobbinbot/bobbin/session"
 )
 
 // run is the whole program: load the configuration, build every component,
@@ -13,7 +30,132 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 	log := newLogger(stdout, cfg.LogFormat, cfg.logLevel)
-	log.Info("bobbin: configuration loaded")
-	<-ctx.Done()
-	return nil
+
+	// Redis (or the embedded one).
+	store, err := session.Open(ctx, session.Options{
+		URL:        cfg.RedisURL,
+		SessionTTL: cfg.SessionTTL,
+		SecretKey:  cfg.secretKey,
+		Logger:     log,
+	})
+	if err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Warn("closing the session store", "err", err)
+		}
+	}()
+
+	// The model.
+	co := provider.ClientOptions{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Logger: log}
+	var prov provider.Provider
+	switch cfg.LLMProvider {
+	case "anthropic":
+		prov = anthropic.New(anthropic.Options{ClientOptions: co, DefaultMaxTokens: cfg.LLMMaxTokens})
+	default:
+		prov = openai.New(openai.Options{ClientOptions: co})
+	}
+	ag := agent.New(prov, agent.Options{
+		Model:           cfg.LLMModel,
+		MaxTokens:       cfg.LLMMaxTokens,
+		ContextWindow:   cfg.LLMContextWindow,
+		ApprovalTimeout: cfg.ApprovalTimeout,
+		Logger:          log,
+	})
+
+	// Tools: the MCP manager plugs in here once it lands (MCP_CONFIG,
+	// MCP_ALLOW_PRIVATE_NETWORKS); until then the bot answers without tools.
+	var tools bot.ToolSource
+	if cfg.MCPConfig != "" {
+		log.Warn("MCP_CONFIG is set but this build has no MCP support yet; answering without tools")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := bot.NewMetrics(reg)
+
+	host, _ := os.Hostname()
+	b, err := bot.New(bot.Options{
+		BotToken:           cfg.SlackBotToken,
+		AppToken:           cfg.SlackAppToken,
+		APIURL:             cfg.SlackAPIURL,
+		Store:              store,
+		Agent:              ag,
+		Tools:              tools,
+		Logger:             log,
+		Metrics:            metrics,
+		Model:              cfg.LLMModel,
+		SystemPrompt:       cfg.LLMSystemPrompt,
+		StreamMode:         cfg.StreamMode,
+		EditInterval:       cfg.StreamEditInterval,
+		MaxConcurrentTurns: cfg.MaxConcurrentTurns,
+		UserTurnsPerMinute: cfg.UserTurnsPerMinute,
+		Admins:             cfg.BotAdmins,
+		AllowBots:          cfg.AllowBotMessages,
+		SocketConnections:  cfg.SocketConnections,
+		ShutdownGrace:      cfg.ShutdownGrace,
+		ReplicaID:          replicaID(host),
+	})
+	if err != nil {
+		return err
+	}
+
+	// HTTP: health, readiness, metrics.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP_ADDR: %w", err)
+	}
+	srv := &http.Server{Handler: httpHandler(b, reg), ReadHeaderTimeout: 5 * time.Second}
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Serve(ln) }()
+	log.Info("bobbin: serving", "http", ln.Addr().String(), "provider", cfg.LLMProvider, "model", cfg.LLMModel, "stream_mode", cfg.StreamMode)
+
+	runErr := b.Run(ctx)
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("HTTP shutdown", "err", err)
+	}
+	if err := <-httpDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("HTTP server", "err", err)
+	}
+	log.Info("bobbin: stopped")
+	return runErr
+}
+
+// httpHandler serves /healthz (the process is up), /readyz (socket
+// connected and Redis answering) and /metrics.
+func httpHandler(b *bot.Bot, reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := b.Ready(ctx); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return mux
+}
+
+// replicaID names this process in leases and logs: host and pid, no colon.
+func replicaID(host string) string {
+	if host == "" {
+		host = "bobbin"
+	}
+	id := fmt.Sprintf("%s-%d", host, os.Getpid())
+	out := make([]byte, 0, len(id))
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c != ':' && c > ' ' && c < 0x7f {
+			out = append(out, c)
+		}
+	}
+	return string(out)
 }
