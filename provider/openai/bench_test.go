@@ -64,6 +64,7 @@ func BenchmarkStreamText(b *testing.B) {
 	b.ReportAllocs()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
 	for b.Loop() {
 		n := 0
 		for ev, err := range c.Stream(ctx, req) {
@@ -78,8 +79,10 @@ func BenchmarkStreamText(b *testing.B) {
 			b.Fatalf("%d deltas, want %d", n, deltas)
 		}
 	}
+	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
 	per := float64(b.N * deltas)
+	b.ReportMetric(float64(cpu.Nanoseconds())/per, "cpu-ns/delta")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/delta")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/per, "allocs/delta")
 }
