@@ -157,6 +157,12 @@ func (c *Client) messages(in []provider.Message) []chatMessage {
 		case provider.RoleUser:
 			out = append(out, chatMessage{Role: "user", Content: speakerPrefix(m) + m.Content})
 		case provider.RoleAssistant:
+			if m.Content == "" && len(m.ToolCalls) == 0 {
+				// An answer interrupted before any text says nothing, and
+				// strict servers reject an assistant message with neither
+				// content nor tool calls.
+				continue
+			}
 			cm := chatMessage{Role: "assistant", Content: m.Content}
 			if len(m.ToolCalls) > 0 {
 				cm.Reasoning = m.ReasoningText()

@@ -104,6 +104,11 @@ func TestRequestMessages(t *testing.T) {
 				{"role":"user","content":"hi"},{"role":"user","content":"Summary: the user said hi."},{"role":"user","content":"and?"}]`,
 		},
 		{
+			name: "empty assistant message dropped",
+			msgs: []provider.Message{{Role: provider.RoleUser, Content: "hi"}, {Role: provider.RoleAssistant, Interrupted: true}, {Role: provider.RoleUser, Content: "again"}},
+			want: `[{"role":"user","content":"hi"},{"role":"user","content":"again"}]`,
+		},
+		{
 			name: "mid-conversation system kept where accepted",
 			opts: Options{MidConversationSystem: true},
 			msgs: []provider.Message{{Role: provider.RoleUser, Content: "hi"}, {Role: provider.RoleSystem, Content: "Summary."}},
