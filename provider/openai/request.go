@@ -121,6 +121,7 @@ func (c *Client) requestBody(req provider.Request) ([]byte, error) {
 //     only with MidConversationSystem, else a user message;
 //   - a user message with a speaker gets the prefix "[Name (ID)] ", "[Name] "
 //     or "[ID] " so the model can tell people in a shared thread apart;
+//   - an assistant message with neither text nor tool calls is dropped;
 //   - each tool result is its own "tool" message; an error result is
 //     prefixed "Error: ";
 //   - every tool call of an assistant message is answered: a call without a
