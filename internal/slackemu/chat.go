@@ -161,6 +161,14 @@ func (s *Server) channelForPostLocked(r *request, key string) (*channelState, er
 		return nil, apiError("channel_not_found")
 	}
 	c := s.channels[id]
+	if c == nil && (strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W")) {
+		// A user id as channel posts into the DM with that user.
+		for _, dm := range s.channels {
+			if dm.IMUser == id && dm.team == r.team.ID {
+				c = dm
+			}
+		}
+	}
 	if c == nil || c.team != r.team.ID {
 		return nil, apiError("channel_not_found")
 	}

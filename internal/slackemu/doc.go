@@ -26,7 +26,38 @@
 // Time: real time, except that Options.TimeScale multiplies Slack's built-in
 // long durations (rate-limit windows, the redelivery schedule, stream
 // lifetime, trigger and response_url expiry) so tests stay fast. Durations
-// set explicitly in Options are taken as real time.
+// set explicitly in Options (AckDeadline, RetryDelays, StreamLifetime, …)
+// are real time; RateLimit windows, built-in or set, are Slack time and
+// always scaled.
+//
+// # Using it
+//
+// Setup: New(Options{}) gives two workspaces (DefaultTeams; ids in the
+// constants TeamID, UserAlice, ChannelGen, DMAlice, BotToken, AppToken, …)
+// and Slack's real timings; Close reaps everything. Point the bot at
+// APIURL() with BotToken and AppToken. Options shortens the ack deadline,
+// retry schedule, ping period and stream/trigger lifetimes, and sets rate
+// limits (DefaultRateLimits) or turns them off.
+//
+// Driving, as a person in Slack would: Mention, Message,
+// AssistantThreadStarted (events_api envelopes); SlashCommand, Click,
+// ClickRaw, SubmitView (returning an *Interaction whose Wait gives the
+// decoded ack); PostUserMessage (store only); DeliverEvent and
+// DeliverEnvelope for hand-made payloads.
+//
+// Asserting: Messages, MessageAt, Thread, BotReplies, History (every
+// version of a message: Version.Visible is what a person reads),
+// Ephemerals, Views, AssistantStatuses, Journal and Calls (every Web API
+// and response_url call), RateLimited, Envelopes, Envelope, WaitAck, Acks,
+// AckStats (p50/p99 ack latency), Failures (interactions Slack gave up on,
+// exhausted event retries), Connections, ClosedConnections, ConnStats.
+//
+// Faults: InjectFault (error code, HTTP status, Retry-After, latency per
+// method), SetRateLimit, RevokeToken, Disconnect(reason, conns…),
+// DropConnections (TCP drop), StopPinging (half-open), PausePings,
+// SendRaw (malformed frames), Redeliver (same envelope_id, retry 0),
+// Resend (same message, new event_id), SetAckDropRate (acks lost on the
+// way), ExpireStream, ExpireTrigger.
 //
 // Tests must poll (Server.WaitFor) with a generous deadline rather than
 // assert durations.

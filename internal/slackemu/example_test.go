@@ -44,8 +44,8 @@ func Example() {
 	_ = emu.WaitFor(wctx, func() bool { return len(emu.BotReplies(slackemu.ChannelGen, posted.TS)) == 1 })
 	reply := emu.BotReplies(slackemu.ChannelGen, posted.TS)[0]
 	fmt.Println(reply.Versions())
-	env, _ := emu.Envelope(posted.Envelope)
-	fmt.Println(env.Acked, len(env.Deliveries))
+	env, err := emu.WaitAck(wctx, posted.Envelope)
+	fmt.Println(err == nil && env.Acked, len(env.Deliveries))
 	// Output:
 	// [All good All good, thanks!]
 	// true 1

@@ -84,7 +84,7 @@ func errString(err error) string {
 }
 
 func TestClickAndResponseURL(t *testing.T) {
-	emu := newEmu(t, fastOpts())
+	emu := newEmu(t, timeoutOpts())
 	api := botClient(emu)
 	c := startSocket(t, emu, false)
 	c.next(t, socketmode.EventTypeHello)

@@ -7,7 +7,9 @@ import (
 // RateLimit is a token bucket: Limit calls per Window, at most Burst at
 // once (Burst 0 means Limit). PerChannel keys the bucket by channel too
 // (chat.postMessage's ~1/s per channel); WorkspaceLimit, when set, adds a
-// second, workspace-wide bucket of that many calls per Window.
+// second, workspace-wide bucket of that many calls per Window. Window is
+// Slack time: the server multiplies it by Options.TimeScale (0 = 1 min).
+// Buckets are per method and workspace (xapp- calls share one "app" key).
 type RateLimit struct {
 	Limit          int
 	Window         time.Duration

@@ -17,14 +17,23 @@ import (
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
 
-// fastOpts keeps socket tests quick.
+// fastOpts keeps socket tests quick. The ack deadline stays generous so a
+// loaded machine never turns a prompt ack into a redelivery; tests about
+// timeouts use timeoutOpts.
 func fastOpts() slackemu.Options {
 	return slackemu.Options{
-		AckDeadline:  300 * time.Millisecond,
+		AckDeadline:  10 * time.Second,
 		RetryDelays:  []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond},
 		PingInterval: 100 * time.Millisecond,
 		WarningGrace: 200 * time.Millisecond,
 	}
+}
+
+// timeoutOpts makes unacked envelopes time out quickly.
+func timeoutOpts() slackemu.Options {
+	o := fastOpts()
+	o.AckDeadline = 200 * time.Millisecond
+	return o
 }
 
 func TestSocketModeHelloEventsAndAck(t *testing.T) {
@@ -78,7 +87,11 @@ func TestSocketModeHelloEventsAndAck(t *testing.T) {
 }
 
 func TestEventsRedeliveredWhenNotAcked(t *testing.T) {
-	emu := newEmu(t, fastOpts())
+	// The first retry comes at once after the deadline, the next only
+	// after a long wait: the test's ack of the retry is never late.
+	opts := timeoutOpts()
+	opts.RetryDelays = []time.Duration{0, time.Minute, time.Minute}
+	emu := newEmu(t, opts)
 	c := startSocket(t, emu, false)
 	c.next(t, socketmode.EventTypeHello)
 
@@ -98,13 +111,17 @@ func TestEventsRedeliveredWhenNotAcked(t *testing.T) {
 	if len(e.Deliveries) != 2 || e.Failed {
 		t.Errorf("envelope = %+v", e)
 	}
+}
 
-	// Never acked: three retries, then failed.
-	p2 := emu.Message(slackemu.TeamID, slackemu.DMAlice, slackemu.UserAlice, "again", "")
-	waitFor(t, emu, "retries exhausted", func() bool { e, _ := emu.Envelope(p2.Envelope); return e.Failed })
-	e2, _ := emu.Envelope(p2.Envelope)
+func TestEventRetriesRunOut(t *testing.T) {
+	emu := newEmu(t, timeoutOpts())
+	c := startSocket(t, emu, false)
+	c.next(t, socketmode.EventTypeHello)
+	p := emu.Message(slackemu.TeamID, slackemu.DMAlice, slackemu.UserAlice, "again", "")
+	waitFor(t, emu, "retries exhausted", func() bool { e, _ := emu.Envelope(p.Envelope); return e.Failed })
+	e, _ := emu.Envelope(p.Envelope)
 	var attempts []int
-	for _, d := range e2.Deliveries {
+	for _, d := range e.Deliveries {
 		attempts = append(attempts, d.RetryAttempt)
 	}
 	if !slices.Equal(attempts, []int{0, 1, 2, 3}) {
@@ -145,6 +162,7 @@ func TestDisconnectRefreshRequestedReconnects(t *testing.T) {
 func TestDisconnectReasons(t *testing.T) {
 	for _, reason := range []string{"warning", "link_disabled", "too_many_websockets"} {
 		t.Run(reason, func(t *testing.T) {
+			t.Parallel()
 			emu := newEmu(t, fastOpts())
 			ws := dialRaw(t, emu)
 			readFrame(t, ws) // hello
@@ -212,7 +230,8 @@ func TestSocketFaultsAndRecovery(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			emu := newEmu(t, fastOpts())
+			t.Parallel()
+			emu := newEmu(t, timeoutOpts())
 			c := startSocket(t, emu, true, socketmode.OptionPingInterval(400*time.Millisecond))
 			c.next(t, socketmode.EventTypeHello)
 			first := emu.Connections()[0].ID
@@ -309,13 +328,21 @@ func TestSlashCommandAckPayload(t *testing.T) {
 		t.Errorf("Ephemerals = %+v", e)
 	}
 
+}
+
+func TestUnackedSlashCommandFails(t *testing.T) {
+	emu := newEmu(t, timeoutOpts())
+	c := startSocket(t, emu, false)
+	c.next(t, socketmode.EventTypeHello)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	// An unacked slash command is a user-visible failure, not redelivered.
-	in2 := emu.SlashCommand(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAdmin, "/bobbin", "list")
+	in := emu.SlashCommand(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAdmin, "/bobbin", "list")
 	c.next(t, socketmode.EventTypeSlashCommand)
-	if _, err := in2.Wait(ctx); err == nil {
+	if _, err := in.Wait(ctx); err == nil {
 		t.Error("Wait on unacked slash: no error")
 	}
-	e, _ := emu.Envelope(in2.EnvelopeID)
+	e, _ := emu.Envelope(in.EnvelopeID)
 	if len(e.Deliveries) != 1 || !e.Failed {
 		t.Errorf("unacked slash envelope = %+v", e)
 	}
@@ -372,4 +399,30 @@ func readFrame(t *testing.T, ws *websocket.Conn) map[string]any {
 		t.Fatalf("frame %q: %v", data, err)
 	}
 	return m
+}
+
+func TestSlashCommandVariantsParse(t *testing.T) {
+	emu := newEmu(t, fastOpts())
+	c := startSocket(t, emu, true)
+	c.next(t, socketmode.EventTypeHello)
+	// is_enterprise_install comes as a bool, a string or not at all.
+	for i := range 3 {
+		in := emu.SlashCommand(slackemu.TeamID, slackemu.DMAlice, slackemu.UserAlice, "/bobbin", "help")
+		ev := c.next(t, socketmode.EventTypeSlashCommand, socketmode.EventTypeErrorBadMessage)
+		if ev.Type != socketmode.EventTypeSlashCommand {
+			t.Fatalf("variant %d: %v", i, ev.Data)
+		}
+		if cmd := ev.Data.(slack.SlashCommand); cmd.ChannelName != "directmessage" || cmd.TeamDomain != "acme" || cmd.UserName != "alice" {
+			t.Errorf("variant %d: %+v", i, cmd)
+		}
+		waitFor(t, emu, "ack", func() bool { e, _ := emu.Envelope(in.EnvelopeID); return e.Acked })
+	}
+}
+
+func TestPostToUserIDOpensDM(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{})
+	ch, _, err := botClient(emu).PostMessage(slackemu.UserBob, slack.MsgOptionText("hi bob", false))
+	if err != nil || ch != slackemu.DMBob {
+		t.Fatalf("PostMessage(U333) = %q, %v; want channel %s", ch, err, slackemu.DMBob)
+	}
 }

@@ -290,6 +290,7 @@ func (s *Server) serveAPI(hr *http.Request, r *request) (status int, resp map[st
 		if status == http.StatusTooManyRequests {
 			s.limited[r.method]++
 		}
+		s.log.Debug("slackemu: api call", "method", r.method, "team", c.Team, "status", status, "error", c.Error)
 		s.changedLocked()
 	}()
 	if s.closed {
