@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +69,7 @@ return 1
 // ErrLeaseHeld errors and logs). It also records the thread in the
 // active-turns index so another replica can resume it if this one dies
 // (see Orphans); Release and ReleaseIfIdle remove it. Acquire costs two round
-// trips (index mark, then the lease script) plus one to record the token.
+// trips: index mark and lease script together, then the token in the index.
 func (s *Store) Acquire(ctx context.Context, k ThreadKey, owner string) (*Lease, error) {
 	if err := k.validate(); err != nil {
 		return nil, err
@@ -76,15 +77,21 @@ func (s *Store) Acquire(ctx context.Context, k ThreadKey, owner string) (*Lease,
 	if owner == "" || strings.ContainsAny(owner, ":") {
 		return nil, fmt.Errorf("session: acquire %s: invalid owner %q", k, owner)
 	}
-	// Mark first: if this process dies right after acquiring, the index
-	// already names the thread. A mark left behind by a failed acquire is
-	// harmless: Orphans sees no lease, whoever acquires finds nothing to do.
+	// Mark first, in the same round trip: if this process dies right after
+	// acquiring, the index already names the thread. A mark left behind by a
+	// failed acquire is harmless: Orphans sees no lease, whoever acquires
+	// finds nothing to do and releases.
 	member := k.String()
-	if err := s.rdb.ZAddNX(ctx, s.k.active(), redis.Z{Score: 0, Member: member}).Err(); err != nil {
+	tk := s.k.thread(k)
+	var acq *redis.Cmd
+	err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
+		pipe.ZAddNX(ctx, s.k.active(), redis.Z{Score: 0, Member: member})
+		acq = acquireScript.EvalSha(ctx, pipe, tk.list(), owner, s.opt.LeaseTTL.Milliseconds(), s.opt.SessionTTL.Milliseconds())
+	}, acquireScript)
+	if err != nil {
 		return nil, s.wrap("acquire "+member, err)
 	}
-	tk := s.k.thread(k)
-	res, err := acquireScript.Run(ctx, s.rdb, tk.list(), owner, s.opt.LeaseTTL.Milliseconds(), s.opt.SessionTTL.Milliseconds()).Slice()
+	res, err := acq.Slice()
 	if err != nil {
 		return nil, s.wrap("acquire "+member, err)
 	}
@@ -154,7 +161,22 @@ func (l *Lease) Handover(ctx context.Context) error {
 
 func (l *Lease) release(ctx context.Context, mode string) (bool, error) {
 	tk := l.s.k.thread(l.k)
-	n, err := releaseScript.Run(ctx, l.s.rdb, []string{tk.lease, tk.queue}, l.value, l.s.opt.LeaseTTL.Milliseconds(), mode).Int()
+	token := strconv.FormatInt(l.token, 10)
+	var rel *redis.Cmd
+	err := l.s.pipelined(ctx, func(pipe redis.Pipeliner) {
+		rel = releaseScript.EvalSha(ctx, pipe, []string{tk.lease, tk.queue}, l.value, l.s.opt.LeaseTTL.Milliseconds(), mode)
+		if mode == "" {
+			// An unconditional release also unmarks in the same round trip.
+			// Should the lease have been lost, the unmark still only removes
+			// an entry carrying this acquisition's token; a new holder
+			// (re)writes its own right after acquiring.
+			unmarkScript.EvalSha(ctx, pipe, []string{l.s.k.active()}, l.k.String(), token)
+		}
+	}, releaseScript, unmarkScript)
+	if err != nil {
+		return false, l.s.wrap("release "+l.k.String(), err)
+	}
+	n, err := rel.Int()
 	if err != nil {
 		return false, l.s.wrap("release "+l.k.String(), err)
 	}
@@ -164,13 +186,33 @@ func (l *Lease) release(ctx context.Context, mode string) (bool, error) {
 	case -1:
 		return false, fmt.Errorf("session: release %s: %w", l.k, ErrLeaseLost)
 	}
-	if mode == "handover" {
-		return true, nil
-	}
-	if err := unmarkScript.Run(ctx, l.s.rdb, []string{l.s.k.active()}, l.k.String(), strconv.FormatInt(l.token, 10)).Err(); err != nil {
-		return true, l.s.wrap("release "+l.k.String(), err)
+	if mode == "idle" {
+		if err := unmarkScript.Run(ctx, l.s.rdb, []string{l.s.k.active()}, l.k.String(), token).Err(); err != nil {
+			return true, l.s.wrap("release "+l.k.String(), err)
+		}
 	}
 	return true, nil
+}
+
+// pipelined sends the commands queue adds in one round trip. Scripts are
+// queued as EVALSHA; if the server has forgotten one (restart, SCRIPT
+// FLUSH), the scripts are loaded and the pipeline is sent once more, so
+// every command queued must be safe to repeat.
+func (s *Store) pipelined(ctx context.Context, queue func(redis.Pipeliner), scripts ...*redis.Script) error {
+	for attempt := 0; ; attempt++ {
+		pipe := s.rdb.Pipeline()
+		queue(pipe)
+		cmds, err := pipe.Exec(ctx)
+		if attempt == 0 && err != nil && slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
+			for _, sc := range scripts {
+				if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		return err
+	}
 }
 
 // Run renews the lease every LeaseTTL/3 until ctx ends (it then returns nil)

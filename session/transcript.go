@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,14 +122,48 @@ func (s *Store) Load(ctx context.Context, k ThreadKey) (Meta, []provider.Message
 		}
 	}
 	m.Grants = grantsCmd.Val()
-	msgs := make([]provider.Message, len(items))
-	for i, it := range items {
-		if err := json.Unmarshal([]byte(it), &msgs[i]); err != nil {
-			return Meta{}, nil, fmt.Errorf("session: corrupt message %d in key %s: %v", i, tk.msgs, err)
-		}
+	msgs, err := decodeMessages(tk.msgs, items)
+	if err != nil {
+		return Meta{}, nil, err
 	}
 	return m, msgs, nil
 }
+
+// decodeMessages decodes a transcript. JSON decoding is most of the cost of
+// Load, so long transcripts are decoded in parallel chunks (the goroutines
+// end before it returns). The error names the key and the first bad index.
+func decodeMessages(key string, items []string) ([]provider.Message, error) {
+	msgs := make([]provider.Message, len(items))
+	decode := func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			if err := json.Unmarshal([]byte(items[i]), &msgs[i]); err != nil {
+				return fmt.Errorf("session: corrupt message %d in key %s: %v", i, key, err)
+			}
+		}
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(items)/parallelDecodeMin)
+	if workers < 2 {
+		return msgs, decode(0, len(items))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(items)/workers, (w+1)*len(items)/workers
+		wg.Go(func() { errs[w] = decode(lo, hi) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// parallelDecodeMin is the smallest number of messages per decoding
+// goroutine.
+const parallelDecodeMin = 128
 
 // Exists reports whether the thread has a session.
 func (s *Store) Exists(ctx context.Context, k ThreadKey) (bool, error) {
