@@ -312,8 +312,15 @@ func (r *streamer) post(ctx context.Context, content, status string, live bool) 
 // update edits a posted message. Lossy edits spend the workspace's shared
 // chat.update budget and give up on a 429; the final edit waits.
 func (r *streamer) update(ctx context.Context, p *postedMsg, content, status string, live, final bool) bool {
+	// One GCRA bucket per workspace, two tolerances: lossy edits pass only
+	// while most of the burst is unspent, so final edits (larger
+	// tolerance) always find room.
+	burst := max(r.b.opts.UpdatesPerMinute/3, 4)
+	if !final {
+		burst = max(r.b.opts.UpdatesPerMinute/10, 2)
+	}
 	for {
-		ok, wait, err := r.b.store.Take(ctx, r.k.Team+":chat.update", r.b.opts.UpdatesPerMinute, max(r.b.opts.UpdatesPerMinute/10, 3))
+		ok, wait, err := r.b.store.Take(ctx, r.k.Team+":chat.update", r.b.opts.UpdatesPerMinute, burst)
 		if err == nil && !ok {
 			if !final {
 				return true // skipped; the next flush tries again

@@ -1,0 +1,185 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/internal/llmemu"
+	"github.com/bobbinbot/bobbin/internal/slackemu"
+)
+
+// TestE2EDisconnectDuringReply: Slack asks for a refresh while a reply
+// streams; the reply completes and an event sent meanwhile is not lost.
+func TestE2EDisconnectDuringReply(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	release := h.llm.Hold(3)
+	defer release()
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "tell me a story", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.llm.WaitHeld(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.emu.Disconnect("refresh_requested"); n == 0 {
+		t.Fatal("no connection got the disconnect")
+	}
+	q := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserBob, "while reconnecting", "")
+	release()
+	first := h.waitReply(slackemu.ChannelGen, p.TS)
+	second := h.waitReply(slackemu.ChannelGen, q.TS)
+	if !strings.Contains(first, "tell me a story") || !strings.Contains(second, "while reconnecting") {
+		t.Errorf("replies incomplete:\n%q\n%q", first, second)
+	}
+	if n := len(h.emu.BotReplies(slackemu.ChannelGen, p.TS)); n != 1 {
+		t.Errorf("%d replies to the first mention, want 1", n)
+	}
+}
+
+// TestE2EConcurrentStreams: 20 replies stream at once in one workspace;
+// the shared chat.update budget keeps Slack from answering 429 and every
+// final text is complete.
+func TestE2EConcurrentStreams(t *testing.T) {
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) { o.EditInterval = 200 * time.Millisecond }})
+	h.llm.SetTokenInterval(4 * time.Millisecond)
+	h.llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
+		return llmemu.Reply{Text: llmemu.AnswerFor(r.LastUserText()) + strings.Repeat(" More words to stream for a while.", 30)}
+	})
+	const n = 20
+	posted := make([]slackemu.Posted, n)
+	for i := range n {
+		posted[i] = h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, fmt.Sprintf("question %d", i), "")
+	}
+	var wg sync.WaitGroup
+	got := make([]string, n)
+	for i := range n {
+		wg.Go(func() { got[i] = h.waitReply(slackemu.ChannelGen, posted[i].TS) })
+	}
+	wg.Wait()
+	for i := range n {
+		want := fmt.Sprintf("question %d. This is a scripted answer from llmemu.", i) + strings.Repeat(" More words to stream for a while.", 30)
+		if !strings.HasSuffix(got[i], want) {
+			t.Errorf("reply %d incomplete: %q", i, got[i])
+		}
+	}
+	if rl := h.emu.RateLimited(); len(rl) != 0 {
+		t.Errorf("Slack answered 429: %v", rl)
+	}
+	edits := 0
+	for i := range n {
+		for _, m := range h.emu.BotReplies(slackemu.ChannelGen, posted[i].TS) {
+			edits += len(m.History) - 1
+		}
+	}
+	t.Logf("%d streams: %d chat.update calls in total", n, edits)
+}
+
+// TestE2EStopButton: the requester stops a streaming reply.
+func TestE2EStopButton(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	release := h.llm.Hold(3)
+	defer release()
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "a very long answer please", "")
+	var replyTS string
+	h.wait("a live reply", func() bool {
+		for _, m := range h.emu.BotReplies(slackemu.ChannelGen, p.TS) {
+			if _, live := messageText(m); live {
+				replyTS = m.TS
+				return true
+			}
+		}
+		return false
+	})
+	// Someone else may not stop it.
+	if _, err := h.emu.Click(slackemu.TeamID, slackemu.UserBob, slackemu.ChannelGen, replyTS, "bobbin_stop", ""); err != nil {
+		t.Fatal(err)
+	}
+	h.wait("an explanation for bob", func() bool { return len(h.emu.Ephemerals(slackemu.UserBob)) > 0 })
+	if _, err := h.emu.Click(slackemu.TeamID, slackemu.UserAlice, slackemu.ChannelGen, replyTS, "bobbin_stop", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitReply(slackemu.ChannelGen, p.TS)
+	if !strings.Contains(got, "Stopped by <@"+slackemu.UserAlice+">") {
+		t.Errorf("stopped reply = %q", got)
+	}
+}
+
+// TestE2ENativeStream: native mode streams with chat.startStream and
+// appendStream, with recipients, and stops the stream.
+func TestE2ENativeStream(t *testing.T) {
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) { o.StreamMode = bot.StreamNative }})
+	h.llm.SetTokenInterval(3 * time.Millisecond)
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "stream it natively", "")
+	got := h.waitReply(slackemu.ChannelGen, p.TS)
+	if want := h.lastAnswer(); got != want {
+		t.Errorf("reply = %q, want %q", got, want)
+	}
+	r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+	if len(r) != 1 || r[0].Via != "chat.startStream" || r[0].StreamEnded != "stopped" {
+		t.Fatalf("reply not a stopped native stream: %+v", r)
+	}
+	if r[0].RecipientTeam != slackemu.TeamID || r[0].RecipientUser != slackemu.UserAlice {
+		t.Errorf("recipients = %s/%s", r[0].RecipientTeam, r[0].RecipientUser)
+	}
+}
+
+// TestE2ENativeStreamExpires: a stream that dies mid-answer is finished
+// with edits, without losing or repeating text.
+func TestE2ENativeStreamExpires(t *testing.T) {
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) { o.StreamMode = bot.StreamNative }})
+	release := h.llm.Hold(5)
+	defer release()
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "this stream will expire", "")
+	var ts string
+	h.wait("a stream", func() bool {
+		r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+		if len(r) == 1 && r[0].Streaming {
+			ts = r[0].TS
+			return true
+		}
+		return false
+	})
+	h.emu.ExpireStream(slackemu.ChannelGen, ts)
+	release()
+	want := h.lastAnswer()
+	h.wait("the whole answer", func() bool {
+		got, _, _ := h.replyText(slackemu.ChannelGen, p.TS)
+		return got == want
+	})
+	if n := len(h.emu.BotReplies(slackemu.ChannelGen, p.TS)); n != 1 {
+		t.Errorf("%d reply messages, want 1", n)
+	}
+}
+
+// TestE2EMalformedFrames: junk frames and odd payloads are logged, never
+// crash the bot, and real events still get answered.
+func TestE2EMalformedFrames(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	frames := [][]byte{
+		nil,
+		[]byte("not json"),
+		[]byte(`{"type":"events_api","envelope_id":"x1","payload":"a string"}`),
+		[]byte(`{"type":"events_api","envelope_id":"x2","payload":{"type":"event_callback","event":[1,2]}}`),
+		[]byte(`{"type":"interactive","envelope_id":"x3","payload":{"type":"block_actions","actions":"nope"}}`),
+		[]byte(`{"type":"slash_commands","envelope_id":"x4","payload":[]}`),
+		[]byte(`{"type":"mystery","envelope_id":"x5"}`),
+		[]byte(strings.Repeat("[", 10000)),
+	}
+	for _, f := range frames {
+		if err := h.emu.SendRaw("", f, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = h.emu.SendRaw("", []byte{0xff, 0x00, 0x01}, true)
+	h.emu.DeliverEvent(slackemu.TeamID, map[string]any{"type": "app_mention", "text": 42, "channel": []int{1}})
+	h.emu.DeliverEvent(slackemu.TeamID, map[string]any{"type": "message", "subtype": "message_changed", "channel": slackemu.ChannelGen})
+	h.emu.DeliverEnvelope("interactive", slackemu.TeamID, map[string]any{"type": "block_actions", "actions": []any{map[string]any{"action_id": "bobbin_stop", "value": "garbage"}}}, false)
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "still there?", "")
+	if got := h.waitReply(slackemu.ChannelGen, p.TS); !strings.Contains(got, "still there?") {
+		t.Errorf("reply = %q", got)
+	}
+}
