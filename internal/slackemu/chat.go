@@ -3,6 +3,7 @@ package slackemu
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -421,6 +422,56 @@ func (s *Server) addStatusLocked(r *request, st AssistantStatus) (map[string]any
 		return nil, apiError("channel_not_found")
 	}
 	s.statuses = append(s.statuses, st)
+	s.changedLocked()
+	return map[string]any{}, nil
+}
+
+// reactionTargetLocked finds the message a reactions.* call names.
+func (s *Server) reactionTargetLocked(r *request) (*Message, string, error) {
+	ch := s.channels[r.str("channel")]
+	if ch == nil || ch.team != r.team.ID {
+		return nil, "", apiError("channel_not_found")
+	}
+	m := s.msgs[msgKey(ch.ID, r.str("timestamp"))]
+	if m == nil || m.Deleted {
+		return nil, "", apiError("message_not_found")
+	}
+	name := strings.Trim(r.str("name"), ":")
+	if name == "" || strings.ContainsAny(name, " \t") {
+		return nil, "", apiError("invalid_name")
+	}
+	return m, name, nil
+}
+
+func (s *Server) reactionsAdd(r *request) (map[string]any, error) {
+	m, name, err := s.reactionTargetLocked(r)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(m.Reactions[name], r.team.BotUserID) {
+		return nil, apiError("already_reacted")
+	}
+	if m.Reactions == nil {
+		m.Reactions = map[string][]string{}
+	}
+	m.Reactions[name] = append(m.Reactions[name], r.team.BotUserID)
+	s.changedLocked()
+	return map[string]any{}, nil
+}
+
+func (s *Server) reactionsRemove(r *request) (map[string]any, error) {
+	m, name, err := s.reactionTargetLocked(r)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.Index(m.Reactions[name], r.team.BotUserID)
+	if i < 0 {
+		return nil, apiError("no_reaction")
+	}
+	m.Reactions[name] = slices.Delete(m.Reactions[name], i, i+1)
+	if len(m.Reactions[name]) == 0 {
+		delete(m.Reactions, name)
+	}
 	s.changedLocked()
 	return map[string]any{}, nil
 }

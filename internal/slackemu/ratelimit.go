@@ -33,7 +33,7 @@ const (
 // bursts of 30 plus 600/min per workspace; chat.update Tier 3 (50/min,
 // burst 20); chat.appendStream 100/min (burst 20); chat.startStream and
 // chat.stopStream Tier 2 (20/min, burst 10); chat.postEphemeral, views.*,
-// users.info, chat.delete and assistant.threads.* Tier 4; conversations.*,
+// users.info and assistant.threads.* Tier 4; chat.delete, reactions.*, conversations.*,
 // auth.test, team.info, chat.getPermalink and apps.connections.open
 // Tier 3. Methods not listed are unlimited.
 func DefaultRateLimits() map[string]RateLimit {
@@ -55,6 +55,8 @@ func DefaultRateLimits() map[string]RateLimit {
 		"assistant.threads.setSuggestedPrompts": tier(Tier4, 50),
 		"assistant.threads.setTitle":            tier(Tier4, 50),
 		"conversations.replies":                 tier(Tier3, 50),
+		"reactions.add":                         tier(Tier3, 20),
+		"reactions.remove":                      tier(Tier3, 20),
 		"conversations.info":                    tier(Tier3*10, 100),
 		"auth.test":                             tier(Tier3*10, 100),
 		"team.info":                             tier(Tier3, 50),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -281,6 +282,7 @@ func New(opts Options) *Server {
 	if opts.Teams == nil {
 		opts.Teams = DefaultTeams()
 	}
+	opts.RateLimits = maps.Clone(opts.RateLimits) // SetRateLimit writes it
 	seed := opts.Seed
 	if seed == 0 {
 		seed = rand.Uint64()

@@ -16,6 +16,7 @@ import (
 // ConnInfo describes one Socket Mode connection.
 type ConnInfo struct {
 	ID        string
+	Remote    string // client address (host:port)
 	OpenedAt  time.Time
 	Hello     bool // hello was sent
 	Draining  bool // a disconnect was sent; no new envelopes go there
@@ -119,7 +120,7 @@ func (s *Server) handleLink(w http.ResponseWriter, hr *http.Request) {
 	}
 	s.connSeq++
 	c.id = fmt.Sprintf("ws%d", s.connSeq)
-	c.info = ConnInfo{ID: c.id, OpenedAt: time.Now(), Pinging: true}
+	c.info = ConnInfo{ID: c.id, Remote: hr.RemoteAddr, OpenedAt: time.Now(), Pinging: true}
 	live := s.liveCountLocked()
 	tooMany := live >= s.opts.MaxSockets
 	s.conns[c.id] = c

@@ -3,6 +3,7 @@ package slackemu
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ type Message struct {
 	StreamEnded string // "stopped", "expired" or "" while streaming/never
 	Deleted     bool
 	Edited      bool
+	// Reactions maps emoji names to the users who added them, in order.
+	Reactions map[string][]string
 	// Via records how the message was made: "chat.postMessage",
 	// "chat.startStream", "user" (test helpers), "slash", "response_url".
 	Via string
@@ -132,6 +135,12 @@ func copyMessage(m *Message) Message {
 	c := *m
 	c.History = slices.Clone(m.History)
 	c.Chunks = slices.Clone(m.Chunks)
+	if m.Reactions != nil {
+		c.Reactions = map[string][]string{}
+		for k, v := range m.Reactions {
+			c.Reactions[k] = slices.Clone(v)
+		}
+	}
 	return c
 }
 
@@ -296,6 +305,14 @@ func (s *Server) messageJSONLocked(m *Message) map[string]any {
 	}
 	if len(m.Metadata) > 0 {
 		out["metadata"] = m.Metadata
+	}
+	if len(m.Reactions) > 0 {
+		var rs []any
+		for _, name := range slices.Sorted(maps.Keys(m.Reactions)) {
+			users := m.Reactions[name]
+			rs = append(rs, map[string]any{"name": name, "users": users, "count": len(users)})
+		}
+		out["reactions"] = rs
 	}
 	if m.Edited {
 		out["edited"] = map[string]any{"user": m.User, "ts": m.History[len(m.History)-1].tsString()}

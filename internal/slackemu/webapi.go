@@ -236,6 +236,8 @@ func methodTable() map[string]handlerFunc {
 		"assistant.threads.setSuggestedPrompts": (*Server).assistantSetPrompts,
 		"assistant.threads.setTitle":            (*Server).assistantSetTitle,
 		"conversations.replies":                 (*Server).conversationsReplies,
+		"reactions.add":                         (*Server).reactionsAdd,
+		"reactions.remove":                      (*Server).reactionsRemove,
 		"conversations.info":                    (*Server).conversationsInfo,
 		"users.info":                            (*Server).usersInfo,
 		"team.info":                             (*Server).teamInfo,

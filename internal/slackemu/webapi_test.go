@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,27 @@ func TestGetPermalinkIsGET(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(body), `"ok":true`) {
 		t.Errorf("GET chat.getPermalink = %s", body)
+	}
+}
+
+func TestReactionsWithSlackGo(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{})
+	api := botClient(emu)
+	ts := emu.PostUserMessage(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "queued?", "")
+	ref := slack.NewRefToMessage(slackemu.ChannelGen, ts)
+	if err := api.AddReaction("eyes", ref); err != nil {
+		t.Fatalf("AddReaction: %v", err)
+	}
+	if err := api.AddReaction("eyes", ref); errString(err) != "already_reacted" {
+		t.Errorf("second AddReaction: %v, want already_reacted", err)
+	}
+	if m, _ := emu.MessageAt(slackemu.ChannelGen, ts); !slices.Equal(m.Reactions["eyes"], []string{slackemu.BotUserID}) {
+		t.Errorf("reactions = %v", m.Reactions)
+	}
+	if err := api.RemoveReaction("eyes", ref); err != nil {
+		t.Fatalf("RemoveReaction: %v", err)
+	}
+	if err := api.RemoveReaction("eyes", ref); errString(err) != "no_reaction" {
+		t.Errorf("second RemoveReaction: %v, want no_reaction", err)
 	}
 }
