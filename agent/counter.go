@@ -156,7 +156,12 @@ func (c *Counter) CountMessage(m provider.Message) int {
 	if c == nil {
 		return countMessage(nil, m)
 	}
-	key := c.hashMessage(m)
+	return c.cached(c.hashMessage(m), func() int { return countMessage(c, m) })
+}
+
+// cached returns the count stored under key, computing and storing it on a
+// miss. The lock is not held while counting.
+func (c *Counter) cached(key uint64, count func() int) int {
 	c.mu.Lock()
 	if e, ok := c.index[key]; ok {
 		c.lru.MoveToFront(e)
@@ -166,7 +171,7 @@ func (c *Counter) CountMessage(m provider.Message) int {
 	}
 	c.mu.Unlock()
 
-	n := countMessage(c, m)
+	n := count()
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -203,15 +208,7 @@ func countMessage(c *Counter, m provider.Message) int {
 func (c *Counter) hashMessage(m provider.Message) uint64 {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
-	field := func(s string) {
-		var l [8]byte
-		n := len(s)
-		for i := range l {
-			l[i] = byte(n >> (8 * i))
-		}
-		h.Write(l[:])
-		h.WriteString(s)
-	}
+	field := func(s string) { writeField(&h, s) }
 	field(string(m.Role))
 	field(m.Content)
 	field(m.ToolCallID)
@@ -229,10 +226,35 @@ func (c *Counter) hashMessage(m provider.Message) uint64 {
 }
 
 // CountTools returns the local token count of the tool specs as offered.
+// Each spec's count is cached like a message's.
 func (c *Counter) CountTools(specs []provider.ToolSpec) int {
 	n := 0
 	for _, s := range specs {
-		n += callOverhead + c.Count(s.Name) + c.Count(s.Description) + c.Count(string(s.InputSchema))
+		count := func() int {
+			return callOverhead + c.Count(s.Name) + c.Count(s.Description) + c.Count(string(s.InputSchema))
+		}
+		if c == nil {
+			n += count()
+			continue
+		}
+		var h maphash.Hash
+		h.SetSeed(c.seed)
+		h.WriteString("tool\x00")
+		writeField(&h, s.Name)
+		writeField(&h, s.Description)
+		writeField(&h, string(s.InputSchema))
+		n += c.cached(h.Sum64(), count)
 	}
 	return n
+}
+
+// writeField hashes s with its length, so field boundaries are unambiguous.
+func writeField(h *maphash.Hash, s string) {
+	var l [8]byte
+	n := len(s)
+	for i := range l {
+		l[i] = byte(n >> (8 * i))
+	}
+	h.Write(l[:])
+	h.WriteString(s)
 }

@@ -81,6 +81,12 @@ func TestCounter(t *testing.T) {
 	if n3 := c.CountMessage(m); n3 <= n1 {
 		t.Errorf("changed message counted %d, before %d: the cache key ignores arguments", n3, n1)
 	}
+	specs := []provider.ToolSpec{{Name: "search", Description: "Search the web", InputSchema: []byte(`{"type":"object"}`)}}
+	t1, t2 := c.CountTools(specs), c.CountTools(specs)
+	specs[0].Description += " for anything at all, in any language"
+	if t1 != t2 || c.CountTools(specs) <= t1 {
+		t.Errorf("CountTools %d, %d, then %d after a longer description", t1, t2, c.CountTools(specs))
+	}
 	var nilCounter *Counter
 	if nilCounter.Count("12345678") != 2 || nilCounter.CountMessage(user("1234")) != 1+msgOverhead {
 		t.Errorf("nil counter does not estimate from bytes")

@@ -197,11 +197,13 @@ func (r *run) loop(ctx context.Context) error {
 // toolStep applies the loop guard, runs calls and checkpoints their results.
 // done reports that the turn ended.
 func (r *run) toolStep(ctx context.Context, calls []provider.ToolCall) (done bool, err error) {
-	for _, c := range calls {
-		r.seen[guardKey(c)]++
+	keys := make([]string, len(calls))
+	for i, c := range calls {
+		keys[i] = guardKey(c)
+		r.seen[keys[i]]++
 	}
-	for _, c := range calls {
-		if r.seen[guardKey(c)] >= loopGuardRepeats {
+	for i, c := range calls {
+		if r.seen[keys[i]] >= loopGuardRepeats {
 			if err := r.answerUnrun(ctx, calls, "Error: not run: this exact call was already made twice in this turn."); err != nil {
 				return true, err
 			}
