@@ -395,3 +395,19 @@ func TestReactionsWithSlackGo(t *testing.T) {
 		t.Errorf("second RemoveReaction: %v, want no_reaction", err)
 	}
 }
+
+func TestLeaks(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{})
+	api := botClient(emu)
+	const canary = "sk-canary-<42>"
+	emu.PostUserMessage(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "my key is "+canary, "")
+	if got := emu.Leaks(canary); len(got) != 0 {
+		t.Fatalf("user's own message counted as a leak: %v", got)
+	}
+	_, ts, _ := api.PostMessage(slackemu.ChannelGen, slack.MsgOptionText("safe", false))
+	_, _, _, _ = api.UpdateMessage(slackemu.ChannelGen, ts, slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "oops "+canary, false, false), nil, nil)))
+	got := emu.Leaks(canary)
+	if len(got) != 2 { // the chat.update arguments and the message version
+		t.Errorf("Leaks = %v, want the journal entry and the message version", got)
+	}
+}
