@@ -4,6 +4,33 @@
 // output caps, checkpoints every step, keeps the prompt within a token budget
 // by compacting, and resumes from any transcript.
 //
+// # Permission policy
+//
+// Every tool call goes through the same deterministic order, and the model
+// never decides: an unknown tool name becomes an error result; arguments are
+// validated against the tool's input schema (an error result names the
+// problem, so nobody is asked to approve a malformed call); a disabled or
+// configuration-denied tool is refused; a tool allowed by configuration, a
+// read-only tool of a trusted server, or a tool granted for the session runs;
+// anything else is put to the Approver, one call at a time. An approver
+// error or timeout counts as Deny. A refused call becomes a tool result
+// telling the model that the person declined.
+//
+// # Cache-friendly requests
+//
+// Tools are sorted by name, the system prompt is used as given, and history
+// is only appended to, so each request begins with the previous one byte for
+// byte and providers' prompt caches hit. Compaction is the only planned
+// prefix break.
+//
+// # Interrupted turns
+//
+// When ctx ends, Run stops the stream or the tools, records the partial
+// answer as an assistant message with Interrupted set, answers every tool
+// call left without a result with an "interrupted" error result, saves that
+// with a short context detached from ctx, and returns Outcome Cancelled with
+// an error that wraps both ctx.Err() and context.Cause(ctx).
+//
 // agent knows nothing of Slack, Redis or MCP: it must not import bot, session,
 // mcp, slack-go, go-redis or the MCP SDK. It may import provider.
 package agent
