@@ -356,12 +356,16 @@ func percentiles(ds []time.Duration) (p50, p99, maxD time.Duration) {
 func (s *Server) WaitAck(ctx context.Context, envelopeID string) (Envelope, error) {
 	s.mu.Lock()
 	e := s.envelopes[envelopeID]
+	var done chan struct{}
+	if e != nil {
+		done = e.result // Redeliver replaces it
+	}
 	s.mu.Unlock()
 	if e == nil {
 		return Envelope{}, fmt.Errorf("slackemu: no envelope %s", envelopeID)
 	}
 	select {
-	case <-e.result:
+	case <-done:
 	case <-ctx.Done():
 		return Envelope{}, fmt.Errorf("slackemu: waiting for ack of %s: %w", envelopeID, context.Cause(ctx))
 	}
