@@ -475,3 +475,76 @@ func TestScriptCacheFlushed(t *testing.T) {
 		t.Errorf("active index has %d entries after release", n)
 	}
 }
+
+// TestQueueNeverStranded runs the enqueue/acquire/drain/release-if-idle
+// protocol from many goroutines on two clients: every payload is taken
+// exactly once, and none is left queued with nobody holding the thread.
+func TestQueueNeverStranded(t *testing.T) {
+	a := newStore(t, Options{})
+	b := peer(t, a, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	var (
+		mu    sync.Mutex
+		taken = map[string]int{}
+	)
+	drain := func(s *Store, owner string) error {
+		l, err := s.Acquire(ctx, k, owner)
+		if errors.Is(err, ErrLeaseHeld) {
+			return nil // the holder sees the queue before it can release
+		}
+		if err != nil {
+			return err
+		}
+		for {
+			p, ok, err := s.Dequeue(ctx, k, l.Token())
+			if err != nil {
+				return err
+			}
+			if ok {
+				mu.Lock()
+				taken[string(p)]++
+				mu.Unlock()
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond) // "run a turn"
+				continue
+			}
+			released, err := l.ReleaseIfIdle(ctx)
+			if err != nil || released {
+				return err
+			}
+		}
+	}
+	const senders, each = 8, 25
+	var wg sync.WaitGroup
+	for i := range senders {
+		s := []*Store{a, b}[i%2]
+		owner := fmt.Sprintf("r%d", i)
+		wg.Go(func() {
+			for j := range each {
+				leased, err := s.Enqueue(ctx, k, fmt.Appendf(nil, "%d-%d", i, j))
+				if err == nil && !leased {
+					err = drain(s, owner)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n, _ := a.QueueLen(ctx, k); n != 0 {
+		t.Errorf("%d payloads stranded in the queue", n)
+	}
+	if n := a.rdb.Exists(ctx, a.k.thread(k).lease).Val(); n != 0 {
+		t.Error("lease still held after all drains finished")
+	}
+	if len(taken) != senders*each {
+		t.Errorf("%d distinct payloads taken, want %d", len(taken), senders*each)
+	}
+	for p, n := range taken {
+		if n != 1 {
+			t.Errorf("payload %s taken %d times", p, n)
+		}
+	}
+}

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runLeaseChild())
 	}
+	// Keep go-redis's dial-failure lines (TestRedisUnavailable) out of the
+	// test output.
+	RouteRedisLogs(slog.New(slog.DiscardHandler))
 	// go-redis probes a dead server from one goroutine that notices a closed
 	// pool only after its one-second sleep (TestRedisUnavailable).
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
