@@ -1,0 +1,246 @@
+package mcp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the operator's MCP configuration file (MCP_CONFIG).
+type Config struct {
+	// Servers are mounted in every workspace.
+	Servers []ServerConfig `yaml:"servers"`
+	// Workspaces adds servers for one team id each.
+	Workspaces map[string]WorkspaceConfig `yaml:"workspaces"`
+}
+
+// WorkspaceConfig lists the servers of one workspace.
+type WorkspaceConfig struct {
+	Servers []ServerConfig `yaml:"servers"`
+}
+
+// ServerConfig describes one MCP server. Exactly one of Command (stdio) and
+// URL (HTTP) is set.
+type ServerConfig struct {
+	// Name identifies the server in tool names (<name>__<tool>) and commands.
+	Name string `yaml:"name"`
+	// Command is the executable and its arguments; no shell is involved.
+	Command []string `yaml:"command"`
+	// Env is the child's environment on top of PATH and HOME. Values may
+	// reference ${VARS} of the bot's environment.
+	Env map[string]string `yaml:"env"`
+	// URL is the streamable HTTP (or legacy SSE) endpoint.
+	URL string `yaml:"url"`
+	// Headers are sent with every HTTP request; values may reference ${VARS}.
+	Headers map[string]string `yaml:"headers"`
+	// Allow lists tools that run without asking.
+	Allow []string `yaml:"allow"`
+	// Deny lists tools that never run.
+	Deny []string `yaml:"deny"`
+	// Trusted lets the server's read-only hints auto-allow calls.
+	Trusted bool `yaml:"trusted"`
+	// Transport forces a transport for URL servers: "" (streamable HTTP with
+	// SSE fallback), "streamable" (no fallback) or "sse" (legacy HTTP+SSE).
+	Transport string `yaml:"transport"`
+	// Timeout bounds each tool call; zero means Options.CallTimeout.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+const (
+	sourceConfig     = "config"
+	sourceRegistered = "registered"
+)
+
+var (
+	serverNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// LoadConfig reads and validates the YAML file at path. Unknown fields are
+// errors; every problem is reported, each naming the file, the server and the
+// field. ${VAR} references are kept as written: they are expanded when a
+// server is connected, with Options.Getenv.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mcp config: %w", err)
+	}
+	return parseConfig(path, data)
+}
+
+func parseConfig(path string, data []byte) (*Config, error) {
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("mcp config %s: %w", path, err)
+	}
+	if err := cfg.validate(path); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func (c *Config) validate(path string) error {
+	var errs []error
+	global := map[string]bool{}
+	for i := range c.Servers {
+		errs = append(errs, c.Servers[i].validate(path, fmt.Sprintf("servers[%d]", i))...)
+		if n := c.Servers[i].Name; n != "" {
+			if global[n] {
+				errs = append(errs, fmt.Errorf("mcp config %s: servers[%d] (%s): name: duplicate server name", path, i, n))
+			}
+			global[n] = true
+		}
+	}
+	for team, ws := range c.Workspaces {
+		if strings.TrimSpace(team) == "" {
+			errs = append(errs, fmt.Errorf("mcp config %s: workspaces: empty team id", path))
+		}
+		seen := map[string]bool{}
+		for i := range ws.Servers {
+			where := fmt.Sprintf("workspaces.%s.servers[%d]", team, i)
+			errs = append(errs, ws.Servers[i].validate(path, where)...)
+			n := ws.Servers[i].Name
+			if n == "" {
+				continue
+			}
+			if global[n] || seen[n] {
+				errs = append(errs, fmt.Errorf("mcp config %s: %s (%s): name: duplicate server name", path, where, n))
+			}
+			seen[n] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *ServerConfig) validate(path, where string) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("mcp config %s: %s (%s): %s: %s", path, where, s.Name, field, fmt.Sprintf(format, args...)))
+	}
+	if !serverNameRE.MatchString(s.Name) {
+		bad("name", "must match [a-zA-Z0-9_-]{1,32}, got %q", s.Name)
+	}
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		bad("command", "set either command or url, not both")
+	case len(s.Command) == 0 && s.URL == "":
+		bad("url", "set either command (stdio) or url (HTTP)")
+	}
+	if len(s.Command) > 0 {
+		if strings.TrimSpace(s.Command[0]) == "" {
+			bad("command", "the executable is empty")
+		}
+		if len(s.Headers) > 0 {
+			bad("headers", "headers apply to url servers only")
+		}
+		if s.Transport != "" {
+			bad("transport", "transport applies to url servers only")
+		}
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		switch {
+		case err != nil:
+			bad("url", "%v", err)
+		case u.Scheme != "https" && u.Scheme != "http":
+			bad("url", "scheme must be http or https, got %q", u.Scheme)
+		case u.Host == "":
+			bad("url", "missing host")
+		case u.User != nil:
+			bad("url", "credentials in the URL are not allowed; use headers")
+		}
+		if len(s.Env) > 0 {
+			bad("env", "env applies to command servers only")
+		}
+	}
+	for k := range s.Env {
+		if !envNameRE.MatchString(k) {
+			bad("env", "invalid variable name %q", k)
+		}
+	}
+	for k, v := range s.Headers {
+		if !headerNameRE.MatchString(k) {
+			bad("headers", "invalid header name %q", k)
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			bad("headers", "value of %s contains a line break", k)
+		}
+	}
+	switch s.Transport {
+	case "", transportStreamable, transportSSE:
+	default:
+		bad("transport", "must be empty, %q or %q, got %q", transportStreamable, transportSSE, s.Transport)
+	}
+	if s.Timeout < 0 {
+		bad("timeout", "must not be negative")
+	}
+	for _, list := range []struct {
+		field string
+		names []string
+	}{{"allow", s.Allow}, {"deny", s.Deny}} {
+		for _, n := range list.names {
+			if strings.TrimSpace(n) == "" {
+				bad(list.field, "empty tool name")
+			}
+		}
+	}
+	return errs
+}
+
+// expandVars replaces ${NAME} with getenv(NAME). An unset or empty variable
+// is an error, so a missing secret fails loudly instead of sending "Bearer ".
+// A lone "$" is kept.
+func expandVars(s string, getenv func(string) string) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return "", errors.New("unterminated ${")
+		}
+		name := s[i+2 : i+j]
+		if !envNameRE.MatchString(name) {
+			return "", fmt.Errorf("invalid variable reference ${%s}", name)
+		}
+		v := getenv(name)
+		if v == "" {
+			return "", fmt.Errorf("variable %s is not set", name)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+j+1:]
+	}
+}
+
+func expandMap(m map[string]string, getenv func(string) string, what string) (map[string]string, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		x, err := expandVars(v, getenv)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, k, err)
+		}
+		out[k] = x
+	}
+	return out, nil
+}

@@ -1,0 +1,11 @@
+// Package mcp is the client side of the Model Context Protocol for Bobbin:
+// one Manager per process mounts MCP servers per Slack workspace (from the
+// operator's YAML file and from run-time registrations), connects lazily over
+// stdio, streamable HTTP or legacy HTTP+SSE, negotiates the protocol era
+// (2026-07-28 stateless, else 2025-11-25 initialize), supervises stdio
+// children, pins tool definitions by hash and adapts MCP tools to agent.Tool.
+//
+// It is the only importer of github.com/modelcontextprotocol/go-sdk. It may
+// import agent and provider; it must never import bot, session, slack-go or
+// go-redis (cmd/bot adapts the session store to RegistrationStore/PinStore).
+package mcp

@@ -1,0 +1,544 @@
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// RegistrationStore lists the servers a workspace's admins registered at run
+// time. Headers arrive decrypted; they are never logged.
+type RegistrationStore interface {
+	Registrations(ctx context.Context, team string) ([]Registered, error)
+}
+
+// Registered is one run-time registration (HTTP servers only).
+type Registered struct {
+	Name    string
+	URL     string
+	Headers map[string]string
+}
+
+// Options configures a Manager. Zero values mean the defaults in brackets.
+type Options struct {
+	// Config is the operator's file (nil: no configured servers).
+	Config *Config
+	// Store provides run-time registrations (nil: none).
+	Store RegistrationStore
+	// Pins stores pinned tool hashes (nil: in memory, this process only).
+	Pins PinStore
+	// AllowPrivateNetworks lets registered servers resolve to loopback and
+	// private ranges (MCP_ALLOW_PRIVATE_NETWORKS; tests and on-prem).
+	AllowPrivateNetworks bool
+	// Getenv expands ${VARS} of the config file and supplies PATH and HOME
+	// to stdio children [os.Getenv].
+	Getenv func(string) string
+	Logger *slog.Logger
+	// CallTimeout bounds each tool call [60s]; ProbeTimeout bounds each
+	// connect attempt, including the era probe [10s]; IdleTimeout closes
+	// unused connections [10m].
+	CallTimeout, ProbeTimeout, IdleTimeout time.Duration
+	// OutputCap is the most bytes of a tool result the model sees [32 KiB].
+	OutputCap int
+	// MaxMessageBytes caps one inbound JSON-RPC message or SSE event [16 MiB].
+	MaxMessageBytes int
+	// RegistrationTTL is how long registrations read from Store are reused
+	// before asking again, so other replicas' changes show up [10s].
+	RegistrationTTL time.Duration
+	// Resolver resolves registered servers' host names [the system resolver].
+	Resolver Resolver
+}
+
+// Server states reported by Status.
+const (
+	StateConnected = "connected"
+	StateIdle      = "idle"
+	StateFailed    = "failed"
+)
+
+// ServerStatus is one line of /bobbin mcp list.
+type ServerStatus struct {
+	Name string
+	// Source is "config" or "registered".
+	Source string
+	// URL is the endpoint of HTTP servers ("" for stdio).
+	URL string
+	// Transport is "stdio", "streamable" or "sse".
+	Transport string
+	// Era is the negotiated protocol version, "" before the first connect.
+	Era     string
+	State   string
+	Error   string
+	Tools   int
+	Trusted bool
+	// Disabled lists tools disabled until an admin approves the server.
+	Disabled []string
+	// Flagged lists tools the poisoning scanner flagged.
+	Flagged  []string
+	Restarts int
+}
+
+// Manager owns every workspace's MCP mounts. It is safe for concurrent use.
+type Manager struct {
+	opts Options
+	log  *slog.Logger
+	pins PinStore
+
+	mu     sync.Mutex
+	teams  map[string]*workspace
+	closed bool
+
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+type workspace struct {
+	mounts map[string]*mount
+	regs   []Registered
+	regsAt time.Time
+}
+
+// NewManager returns a Manager; it connects nothing until Tools is called.
+func NewManager(opts Options) *Manager {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	opts.CallTimeout = cmp.Or(opts.CallTimeout, 60*time.Second)
+	opts.ProbeTimeout = cmp.Or(opts.ProbeTimeout, 10*time.Second)
+	opts.IdleTimeout = cmp.Or(opts.IdleTimeout, 10*time.Minute)
+	opts.OutputCap = cmp.Or(opts.OutputCap, 32<<10)
+	opts.MaxMessageBytes = cmp.Or(opts.MaxMessageBytes, 16<<20)
+	opts.RegistrationTTL = cmp.Or(opts.RegistrationTTL, 10*time.Second)
+	m := &Manager{opts: opts, log: opts.Logger, pins: opts.Pins, teams: map[string]*workspace{}, done: make(chan struct{})}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.pins == nil {
+		m.pins = &memPins{}
+	}
+	m.wg.Add(1)
+	go m.reap()
+	return m
+}
+
+func (m *Manager) outputCap() int { return m.opts.OutputCap }
+
+// reap closes idle connections until Close.
+func (m *Manager) reap() {
+	defer m.wg.Done()
+	every := min(m.opts.IdleTimeout/2, 30*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case now := <-t.C:
+			for _, mt := range m.allMounts() {
+				mt.closeIdle(now.Add(-m.opts.IdleTimeout))
+			}
+		}
+	}
+}
+
+func (m *Manager) allMounts() []*mount {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*mount
+	for _, ws := range m.teams {
+		for _, mt := range ws.mounts {
+			out = append(out, mt)
+		}
+	}
+	return out
+}
+
+type desired struct {
+	cfg    ServerConfig
+	source string
+}
+
+// mounts reconciles the team's mounts with the config and the registrations
+// and returns them in a stable order: configured servers first.
+func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
+	var want []desired
+	names := map[string]bool{}
+	if c := m.opts.Config; c != nil {
+		for _, s := range c.Servers {
+			want = append(want, desired{s, sourceConfig})
+			names[s.Name] = true
+		}
+		for _, s := range c.Workspaces[team].Servers {
+			want = append(want, desired{s, sourceConfig})
+			names[s.Name] = true
+		}
+	}
+	regs := m.registrations(ctx, team)
+	for _, r := range regs {
+		if names[r.Name] || !serverNameRE.MatchString(r.Name) {
+			m.log.Warn("mcp registration skipped: name invalid or taken by the config file", "team", team, "server", r.Name)
+			continue
+		}
+		names[r.Name] = true
+		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers}, sourceRegistered})
+	}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errors.New("mcp: manager closed")
+	}
+	ws := m.workspace(team)
+	var stale []*mount
+	next := make(map[string]*mount, len(want))
+	out := make([]*mount, 0, len(want))
+	for _, d := range want {
+		key := fingerprint(d)
+		mt := ws.mounts[d.cfg.Name]
+		if mt == nil || mt.key != key {
+			if mt != nil {
+				stale = append(stale, mt)
+			}
+			mt = newMount(m, team, d.cfg, d.source, key)
+		}
+		next[d.cfg.Name] = mt
+		out = append(out, mt)
+	}
+	for name, mt := range ws.mounts {
+		if next[name] == nil {
+			stale = append(stale, mt)
+		}
+	}
+	ws.mounts = next
+	m.mu.Unlock()
+	for _, mt := range stale {
+		mt.close()
+	}
+	return out, nil
+}
+
+func (m *Manager) workspace(team string) *workspace {
+	ws := m.teams[team]
+	if ws == nil {
+		ws = &workspace{mounts: map[string]*mount{}}
+		m.teams[team] = ws
+	}
+	return ws
+}
+
+// registrations returns the team's registrations, cached for
+// RegistrationTTL; on a store error the last known list is used.
+func (m *Manager) registrations(ctx context.Context, team string) []Registered {
+	if m.opts.Store == nil {
+		return nil
+	}
+	m.mu.Lock()
+	ws := m.workspace(team)
+	if !ws.regsAt.IsZero() && time.Since(ws.regsAt) < m.opts.RegistrationTTL {
+		regs := ws.regs
+		m.mu.Unlock()
+		return regs
+	}
+	m.mu.Unlock()
+	regs, err := m.opts.Store.Registrations(ctx, team)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ws = m.workspace(team)
+	if err != nil {
+		m.log.Warn("mcp registrations unavailable, using the last known list", "team", team, "err", err)
+		return ws.regs
+	}
+	ws.regs, ws.regsAt = regs, time.Now()
+	return regs
+}
+
+func fingerprint(d desired) string {
+	b, _ := json.Marshal(struct {
+		C ServerConfig
+		S string
+	}{d.cfg, d.source})
+	return string(b)
+}
+
+// refresh lists every mount's tools in parallel; failures are logged and
+// remembered for Status, never returned.
+func (m *Manager) refresh(ctx context.Context, team string, mts []*mount) {
+	var wg sync.WaitGroup
+	for _, mt := range mts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lctx, cancel := context.WithTimeout(ctx, 3*m.opts.ProbeTimeout)
+			defer cancel()
+			if _, err := mt.list(lctx, false); err != nil && ctx.Err() == nil {
+				m.log.Warn("mcp server unavailable; its tools are left out", "team", team,
+					"server", mt.cfg.Name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Tools returns the workspace's tools, connecting lazily. Tools of servers
+// that cannot be reached, and tools disabled by a changed definition, are
+// left out; Status reports them.
+func (m *Manager) Tools(ctx context.Context, team string) ([]agent.Tool, error) {
+	mts, err := m.mounts(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	m.refresh(ctx, team, mts)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []agent.Tool
+	for _, e := range exposeAll(mts) {
+		if e.state == nil || e.state.disabledReason != "" || e.hints.Denied {
+			continue
+		}
+		out = append(out, &remoteTool{mt: e.mt, remote: e.tool.Name, hints: e.hints, spec: provider.ToolSpec{
+			Name:        e.exposed,
+			Description: describe(e.mt.cfg.Name, e.tool.Description),
+			InputSchema: inputSchema(e.tool),
+		}})
+	}
+	return out, nil
+}
+
+type exposure struct {
+	mt      *mount
+	tool    *mcp.Tool
+	state   *toolState
+	exposed string
+	hints   agent.Hints
+}
+
+// exposeAll names every cached tool of mts, in order, uniquely.
+func exposeAll(mts []*mount) []exposure {
+	taken := map[string]bool{}
+	var out []exposure
+	for _, mt := range mts {
+		mt.mu.Lock()
+		tools, states := mt.tools, mt.states
+		mt.mu.Unlock()
+		for _, t := range tools {
+			h := hintsFor(mt.cfg, t)
+			st := states[t.Name]
+			h.Disabled = st == nil || st.disabledReason != ""
+			out = append(out, exposure{mt: mt, tool: t, state: st, exposed: exposedName(mt.cfg.Name, t.Name, taken), hints: h})
+		}
+	}
+	return out
+}
+
+// Status reports every server mounted in the workspace, connecting lazily
+// first so the answer is current.
+func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
+	mts, err := m.mounts(ctx, team)
+	if err != nil {
+		return nil
+	}
+	m.refresh(ctx, team, mts)
+	out := make([]ServerStatus, 0, len(mts))
+	for _, mt := range mts {
+		mt.mu.Lock()
+		st := ServerStatus{Name: mt.cfg.Name, Source: mt.source, URL: mt.cfg.URL, Transport: mt.transport,
+			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools)}
+		switch {
+		case mt.conn != nil:
+			st.State = StateConnected
+		case mt.lastErr != nil:
+			st.State, st.Error = StateFailed, mt.lastErr.Error()
+		default:
+			st.State = StateIdle
+		}
+		if st.Transport == "" {
+			st.Transport = transportStdio
+			if mt.cfg.URL != "" {
+				st.Transport = cmp.Or(mt.cfg.Transport, transportStreamable)
+			}
+		}
+		for _, t := range mt.tools {
+			s := mt.states[t.Name]
+			if s == nil {
+				continue
+			}
+			if s.disabledReason != "" {
+				st.Disabled = append(st.Disabled, t.Name)
+			}
+			if len(s.flags) > 0 {
+				st.Flagged = append(st.Flagged, t.Name)
+			}
+		}
+		mt.mu.Unlock()
+		out = append(out, st)
+	}
+	return out
+}
+
+// ErrUnknownServer is returned for a server name not mounted in the
+// workspace.
+var ErrUnknownServer = errors.New("mcp: no such server in this workspace")
+
+func (m *Manager) findMount(ctx context.Context, team, server string) ([]*mount, *mount, error) {
+	mts, err := m.mounts(ctx, team)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, mt := range mts {
+		if mt.cfg.Name == server {
+			return mts, mt, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: %s", ErrUnknownServer, server)
+}
+
+// ServerTools lists one server's tools with hints, pin verdicts and scanner
+// flags, including disabled tools.
+func (m *Manager) ServerTools(ctx context.Context, team, server string) ([]ToolInfo, error) {
+	mts, mt, err := m.findMount(ctx, team, server)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := mt.list(ctx, false); err != nil {
+		return nil, fmt.Errorf("mcp: %s: %w", server, err)
+	}
+	return infosFor(mts, mt), nil
+}
+
+func infosFor(mts []*mount, mt *mount) []ToolInfo {
+	var out []ToolInfo
+	for _, e := range exposeAll(mts) {
+		if e.mt != mt {
+			continue
+		}
+		info := ToolInfo{Name: e.tool.Name, Exposed: e.exposed, Title: e.hints.Title,
+			Description: e.tool.Description, InputSchema: inputSchema(e.tool), Hints: e.hints}
+		if e.state != nil {
+			info.Hash, info.Flags = e.state.hash, e.state.flags
+			info.Disabled, info.DisabledReason = e.state.disabledReason != "", e.state.disabledReason
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// Approve re-lists the server, pins every current definition and re-enables
+// tools that were disabled by a change. Only admins may reach it.
+func (m *Manager) Approve(ctx context.Context, team, server string) ([]ToolInfo, error) {
+	mts, mt, err := m.findMount(ctx, team, server)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := mt.list(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %s: %w", server, err)
+	}
+	states, err := mt.pin(ctx, tools, true)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %s: %w", server, err)
+	}
+	mt.mu.Lock()
+	mt.states = states
+	mt.mu.Unlock()
+	m.log.Info("mcp server tools approved", "team", team, "server", server, "tools", len(tools))
+	return infosFor(mts, mt), nil
+}
+
+// Probe connects to a URL an admin wants to register (SSRF-checked, like a
+// registered server) and lists its tools with scanner flags, without
+// keeping anything.
+func (m *Manager) Probe(ctx context.Context, name, url string, headers map[string]string) ([]ToolInfo, error) {
+	if !serverNameRE.MatchString(name) {
+		return nil, fmt.Errorf("mcp: server name must match [a-zA-Z0-9_-]{1,32}")
+	}
+	if c := m.opts.Config; c != nil && slices.ContainsFunc(c.Servers, func(s ServerConfig) bool { return s.Name == name }) {
+		return nil, fmt.Errorf("mcp: the name %s is taken by a configured server", name)
+	}
+	if err := ValidateRegistrationURL(url, m.opts.AllowPrivateNetworks); err != nil {
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	cfg := ServerConfig{Name: name, URL: strings.TrimSpace(url), Headers: headers}
+	c, err := dial(ctx, &dialParams{cfg: cfg, source: sourceRegistered, getenv: m.opts.Getenv, logger: m.log,
+		allowPrivate: m.opts.AllowPrivateNetworks, resolve: m.opts.Resolver,
+		probeTimeout: m.opts.ProbeTimeout, maxMessage: m.opts.MaxMessageBytes})
+	if err != nil {
+		return nil, fmt.Errorf("mcp: connecting to %s: %w", name, err)
+	}
+	defer c.close()
+	var tools []*mcp.Tool
+	for t, err := range c.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("mcp: listing tools of %s: %w", name, err)
+		}
+		tools = append(tools, t)
+		if len(tools) >= maxToolsPerServer {
+			break
+		}
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	out := make([]ToolInfo, 0, len(tools))
+	for _, t := range tools {
+		others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == t.Name })
+		out = append(out, ToolInfo{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: inputSchema(t), Hints: hintsFor(cfg, t), Flags: scanTool(t, others), Hash: toolHash(t)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Invalidate forgets the team's cached registrations so the next call reads
+// the store (use after a registration changed on this replica).
+func (m *Manager) Invalidate(team string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ws := m.teams[team]; ws != nil {
+		ws.regsAt = time.Time{}
+	}
+}
+
+// Close closes every connection and stops every child process.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	var mts []*mount
+	for _, ws := range m.teams {
+		for _, mt := range ws.mounts {
+			mts = append(mts, mt)
+		}
+	}
+	m.teams = map[string]*workspace{}
+	m.mu.Unlock()
+	close(m.done)
+	m.wg.Wait()
+	var wg sync.WaitGroup
+	for _, mt := range mts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mt.close()
+		}()
+	}
+	wg.Wait()
+	return nil
+}

@@ -1,0 +1,591 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/google/go-cmp/cmp"
+)
+
+// syncBuffer collects log output from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakeRegs is an in-memory RegistrationStore.
+type fakeRegs struct {
+	mu    sync.Mutex
+	regs  map[string][]Registered
+	calls int
+}
+
+func (f *fakeRegs) Registrations(_ context.Context, team string) ([]Registered, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return slices.Clone(f.regs[team]), nil
+}
+
+func (f *fakeRegs) set(team string, regs ...Registered) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.regs == nil {
+		f.regs = map[string][]Registered{}
+	}
+	f.regs[team] = regs
+}
+
+// testEnv is the bot's pretend environment: PATH and HOME for the children,
+// and secrets that must never reach them.
+func testGetenv(extra map[string]string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "PATH", "HOME":
+			return os.Getenv(k)
+		case "SECRET_KEY":
+			return "super-secret-kek"
+		case "SLACK_BOT_TOKEN":
+			return "xoxb-not-for-children"
+		}
+		return extra[k]
+	}
+}
+
+// stubResolver maps every *.test name to 127.0.0.1 and nothing else: tests
+// never dial a non-loopback address.
+func stubResolver(_ context.Context, host string) ([]netip.Addr, error) {
+	if strings.HasSuffix(host, ".test") {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return nil, fmt.Errorf("stub resolver: unknown host %s", host)
+}
+
+type testManager struct {
+	*Manager
+	logs *syncBuffer
+	regs *fakeRegs
+}
+
+func newTestManager(t testing.TB, cfg *Config, tweak func(*Options)) *testManager {
+	t.Helper()
+	logs := &syncBuffer{}
+	regs := &fakeRegs{}
+	opts := Options{
+		Config:       cfg,
+		Store:        regs,
+		Getenv:       testGetenv(nil),
+		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		ProbeTimeout: 10 * time.Second,
+		Resolver:     stubResolver,
+	}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	m := NewManager(opts)
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &testManager{Manager: m, logs: logs, regs: regs}
+}
+
+func toolByName(t testing.TB, tools []agent.Tool, name string) agent.HintedTool {
+	t.Helper()
+	for _, tl := range tools {
+		if tl.Spec().Name == name {
+			return tl.(agent.HintedTool)
+		}
+	}
+	t.Fatalf("tool %s not found in %v", name, toolNames(tools))
+	return nil
+}
+
+func toolNames(tools []agent.Tool) []string {
+	var out []string
+	for _, tl := range tools {
+		out = append(out, tl.Spec().Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func statusOf(t testing.TB, m *Manager, team, server string) ServerStatus {
+	t.Helper()
+	for _, s := range m.Status(context.Background(), team) {
+		if s.Name == server {
+			return s
+		}
+	}
+	t.Fatalf("no status for %s/%s", team, server)
+	return ServerStatus{}
+}
+
+func call(t testing.TB, tl agent.Tool, args string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return tl.Call(ctx, json.RawMessage(args))
+}
+
+func TestModernStdioServer(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "modern", "modern", nil)}}
+	m := newTestManager(t, cfg, nil)
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"modern__delete_everything", "modern__echo"}, toolNames(tools)); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s", diff)
+	}
+	echo := toolByName(t, tools, "modern__echo")
+	got, err := call(t, echo, `{"message":"hi there"}`)
+	if err != nil || got != "hi there" {
+		t.Fatalf("echo = %q, %v; want \"hi there\"", got, err)
+	}
+	if h := echo.Hints(); !h.ReadOnly || h.Destructive || h.OpenWorld || h.Trusted || h.Server != "modern" || h.Tool != "echo" {
+		t.Errorf("echo hints = %+v", h)
+	}
+	if h := toolByName(t, tools, "modern__delete_everything").Hints(); !h.Destructive || h.ReadOnly {
+		t.Errorf("delete_everything hints = %+v", h)
+	}
+	if !strings.HasPrefix(echo.Spec().Description, "[modern] ") {
+		t.Errorf("description %q lacks the server prefix", echo.Spec().Description)
+	}
+	st := statusOf(t, m.Manager, "T1", "modern")
+	// The modern server rejects initialize: connecting proves no legacy fallback happened.
+	if st.Era != EraModern || st.Transport != "stdio" || st.State != StateConnected || st.Tools != 2 || st.Source != "config" {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestModernHTTPServer(t *testing.T) {
+	port := startModernHTTP(t)
+	m := newTestManager(t, nil, func(o *Options) { o.AllowPrivateNetworks = true })
+	m.regs.set("T1", Registered{Name: "remote", URL: "http://modern.test:" + port + "/"})
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := call(t, toolByName(t, tools, "remote__echo"), `{"message":"over http"}`)
+	if err != nil || got != "over http" {
+		t.Fatalf("echo = %q, %v", got, err)
+	}
+	st := statusOf(t, m.Manager, "T1", "remote")
+	if st.Era != EraModern || st.Transport != "streamable" || st.Source != "registered" {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestSSRFRefusesLoopbackRegistration(t *testing.T) {
+	port := startModernHTTP(t)
+	m := newTestManager(t, nil, nil) // private networks not allowed
+	m.regs.set("T1", Registered{Name: "sneaky", URL: "https://rebind.test:" + port + "/"})
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 0 {
+		t.Fatalf("tools = %v, want none", toolNames(tools))
+	}
+	st := statusOf(t, m.Manager, "T1", "sneaky")
+	if st.State != StateFailed || !strings.Contains(st.Error, "address not allowed") {
+		t.Errorf("status = %+v, want failed with a blocked address", st)
+	}
+	if _, err := m.Probe(context.Background(), "x", "https://rebind.test:"+port+"/", nil); !errors.Is(err, ErrBlockedAddress) {
+		t.Errorf("Probe err = %v, want ErrBlockedAddress", err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	port := startModernHTTP(t)
+	m := newTestManager(t, nil, func(o *Options) { o.AllowPrivateNetworks = true })
+	infos, err := m.Probe(context.Background(), "docs", "http://docs.test:"+port+"/", map[string]string{"Authorization": "Bearer abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, i := range infos {
+		names = append(names, i.Name)
+		if i.Hash == "" || len(i.InputSchema) == 0 {
+			t.Errorf("info %+v lacks hash or schema", i)
+		}
+	}
+	if diff := cmp.Diff([]string{"delete_everything", "echo"}, names); diff != "" {
+		t.Errorf("probe tools (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"npx -y @evil/server", "/usr/bin/server", "stdio://x", "file:///etc/passwd"} {
+		if _, err := m.Probe(context.Background(), "docs", bad, nil); err == nil {
+			t.Errorf("Probe(%q) succeeded, want refusal", bad)
+		}
+	}
+	if strings.Contains(m.logs.String(), "Bearer abc") {
+		t.Error("a header value reached the log")
+	}
+}
+
+func TestStdioEnvironmentAndStderr(t *testing.T) {
+	sc := testServerConfig(t, "legacy", "legacy", map[string]string{"GREETING": "hello ${WHO}"})
+	m := newTestManager(t, &Config{Servers: []ServerConfig{sc}}, func(o *Options) {
+		o.Getenv = testGetenv(map[string]string{"WHO": "world"})
+	})
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := call(t, toolByName(t, tools, "legacy__env"), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, line := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		keys = append(keys, k)
+		if k == "GREETING" && v != "hello world" {
+			t.Errorf("GREETING = %q, want expanded", v)
+		}
+	}
+	slices.Sort(keys)
+	if diff := cmp.Diff([]string{testServerEnv, "GREETING", "HOME", "PATH"}, keys); diff != "" {
+		t.Errorf("child environment keys (-want +got):\n%s", diff)
+	}
+	if st := statusOf(t, m.Manager, "T1", "legacy"); st.Era != EraLegacy {
+		t.Errorf("era = %q, want %s", st.Era, EraLegacy)
+	}
+	waitFor(t, func() bool { return strings.Contains(m.logs.String(), "legacy test server up") })
+	if !strings.Contains(m.logs.String(), "server=legacy") {
+		t.Errorf("stderr lines are not logged with the server name:\n%s", m.logs.String())
+	}
+}
+
+// startModernHTTP serves the modern test server on 127.0.0.1 until the end
+// of the test (after the test's Manager is closed: cleanups run last-in
+// first-out) and returns its port.
+func startModernHTTP(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(modernHTTPHandler())
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return port
+}
+
+// waitFor polls cond (for state that changes asynchronously, e.g. a
+// notification); it is not a timing assertion.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestProbeFallback(t *testing.T) {
+	for _, mode := range []string{"silent", "exit-on-probe"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "old", mode, nil)}}
+			m := newTestManager(t, cfg, func(o *Options) { o.ProbeTimeout = 2 * time.Second })
+			tools, err := m.Tools(context.Background(), "T1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := call(t, toolByName(t, tools, "old__echo"), `{"message":"legacy"}`)
+			if err != nil || got != "legacy" {
+				t.Fatalf("echo = %q, %v", got, err)
+			}
+			if st := statusOf(t, m.Manager, "T1", "old"); st.Era != EraLegacy || st.State != StateConnected {
+				t.Errorf("status = %+v, want connected at %s", st, EraLegacy)
+			}
+		})
+	}
+}
+
+func TestCrashRestart(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "fragile", "legacy", nil)}}
+	m := newTestManager(t, cfg, nil)
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, toolByName(t, tools, "fragile__crash"), `{}`); err == nil {
+		t.Fatal("crash returned no error")
+	}
+	// The adapter from before the crash works again once the supervisor
+	// has restarted the server.
+	got, err := call(t, toolByName(t, tools, "fragile__echo"), `{"message":"back"}`)
+	if err != nil || got != "back" {
+		t.Fatalf("echo after crash = %q, %v", got, err)
+	}
+	if st := statusOf(t, m.Manager, "T1", "fragile"); st.Restarts < 1 || st.State != StateConnected {
+		t.Errorf("status = %+v, want a restart and connected", st)
+	}
+	if !strings.Contains(m.logs.String(), "mcp server went away") {
+		t.Error("the crash was not logged")
+	}
+}
+
+func TestMaliciousServer(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "evil", "legacy", map[string]string{"RUG_PULL": "1"})}}
+	m := newTestManager(t, cfg, nil)
+	ctx := context.Background()
+	tools, err := m.Tools(ctx, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("big result is capped", func(t *testing.T) {
+		out, err := call(t, toolByName(t, tools, "evil__big"), `{}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) > 32<<10+64 || !strings.Contains(out, "…[truncated 10452992 bytes]") {
+			t.Errorf("output: %d bytes, tail %q", len(out), out[max(0, len(out)-60):])
+		}
+	})
+	t.Run("tool error", func(t *testing.T) {
+		_, err := call(t, toolByName(t, tools, "evil__fail"), `{}`)
+		if err == nil || !strings.Contains(err.Error(), "it failed on purpose") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("hidden instructions are flagged", func(t *testing.T) {
+		infos, err := m.ServerTools(ctx, "T1", "evil")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range infos {
+			if i.Name != "helper" {
+				continue
+			}
+			want := []string{FlagImportantTag, FlagSecrecy, FlagInstructions, FlagInvisibleUnicode, FlagSensitivePath}
+			slices.Sort(want)
+			if diff := cmp.Diff(want, i.Flags); diff != "" {
+				t.Errorf("helper flags (-want +got):\n%s", diff)
+			}
+		}
+	})
+	t.Run("changed description disables the tool until approved", func(t *testing.T) {
+		waitFor(t, func() bool {
+			return slices.Contains(statusOf(t, m.Manager, "T1", "evil").Disabled, "shifty")
+		})
+		tools, err := m.Tools(ctx, "T1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(toolNames(tools), "evil__shifty") {
+			t.Error("the changed tool is still offered to the model")
+		}
+		// The old adapter refuses too.
+		if _, err := call(t, toolByName(t, tools, "evil__echo"), `{"message":"x"}`); err != nil {
+			t.Errorf("echo: %v", err)
+		}
+		infos, err := m.Approve(ctx, "T1", "evil")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range infos {
+			if i.Disabled {
+				t.Errorf("%s still disabled after Approve", i.Name)
+			}
+		}
+		tools, err = m.Tools(ctx, "T1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(toolByName(t, tools, "evil__shifty").Spec().Description, "evil.example") {
+			t.Error("the approved description is not the new one")
+		}
+	})
+	t.Run("a 100 MB line is an error, not memory", func(t *testing.T) {
+		_, err := call(t, toolByName(t, tools, "evil__flood"), `{}`)
+		if err == nil {
+			t.Fatal("flood returned no error")
+		}
+		// The server is restarted and usable again.
+		got, err := call(t, toolByName(t, tools, "evil__echo"), `{"message":"alive"}`)
+		if err != nil || got != "alive" {
+			t.Errorf("echo after flood = %q, %v", got, err)
+		}
+	})
+}
+
+func TestCancellationReachesServer(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "slow", "legacy", nil)}}
+	m := newTestManager(t, cfg, nil)
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := toolByName(t, tools, "slow__wait").Call(ctx, json.RawMessage(fmt.Sprintf(`{"dir":%q}`, dir)))
+		errc <- err
+	}()
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, "started")); return err == nil })
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("cancelled call returned no error")
+	}
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, "cancelled")); return err == nil })
+}
+
+func TestCallTimeout(t *testing.T) {
+	sc := testServerConfig(t, "slow", "legacy", nil)
+	sc.Timeout = 300 * time.Millisecond
+	m := newTestManager(t, &Config{Servers: []ServerConfig{sc}}, nil)
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = call(t, toolByName(t, tools, "slow__wait"), fmt.Sprintf(`{"dir":%q}`, t.TempDir()))
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Errorf("err = %v, want a timeout", err)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "busy", "legacy", nil)}}
+	m := newTestManager(t, cfg, nil)
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := toolByName(t, tools, "busy__echo")
+	var wg sync.WaitGroup
+	errs := make([]error, 50)
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := fmt.Sprintf("call %d", i)
+			got, err := echo.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"message":%q}`, want)))
+			if err == nil && got != want {
+				err = fmt.Errorf("got %q, want %q", got, want)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if st := statusOf(t, m.Manager, "T1", "busy"); st.Restarts != 0 {
+		t.Errorf("restarts = %d, want one connection throughout", st.Restarts)
+	}
+}
+
+func TestWorkspaceIsolation(t *testing.T) {
+	port := startModernHTTP(t)
+	cfg := &Config{
+		Servers: []ServerConfig{testServerConfig(t, "shared", "modern", nil)},
+		Workspaces: map[string]WorkspaceConfig{
+			"TA": {Servers: []ServerConfig{testServerConfig(t, "alpha", "modern", nil)}},
+			"TB": {Servers: []ServerConfig{testServerConfig(t, "beta", "modern", nil)}},
+		},
+	}
+	m := newTestManager(t, cfg, func(o *Options) { o.AllowPrivateNetworks = true; o.RegistrationTTL = time.Hour })
+	m.regs.set("TA", Registered{Name: "regA", URL: "http://a.test:" + port + "/"})
+	ctx := context.Background()
+	names := func(team string) []string {
+		tools, err := m.Tools(ctx, team)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolNames(tools)
+	}
+	wantA := []string{"alpha__delete_everything", "alpha__echo", "regA__delete_everything", "regA__echo", "shared__delete_everything", "shared__echo"}
+	wantB := []string{"beta__delete_everything", "beta__echo", "shared__delete_everything", "shared__echo"}
+	if diff := cmp.Diff(wantA, names("TA")); diff != "" {
+		t.Errorf("TA tools (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantB, names("TB")); diff != "" {
+		t.Errorf("TB tools (-want +got):\n%s", diff)
+	}
+	if _, err := m.ServerTools(ctx, "TB", "regA"); !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("TB sees regA: %v", err)
+	}
+	// A registration removed on another replica disappears after Invalidate
+	// (or the TTL); a new one appears.
+	m.regs.set("TA", Registered{Name: "regA2", URL: "http://a.test:" + port + "/"})
+	m.Invalidate("TA")
+	got := names("TA")
+	if slices.Contains(got, "regA__echo") || !slices.Contains(got, "regA2__echo") {
+		t.Errorf("after Invalidate TA tools = %v", got)
+	}
+}
+
+func TestIdleClose(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "sleepy", "legacy", nil)}}
+	m := newTestManager(t, cfg, func(o *Options) { o.IdleTimeout = 200 * time.Millisecond })
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		for _, mt := range m.allMounts() {
+			mt.mu.Lock()
+			c := mt.conn
+			mt.mu.Unlock()
+			if c != nil {
+				return false
+			}
+		}
+		return true
+	})
+	// A call reconnects.
+	if got, err := call(t, toolByName(t, tools, "sleepy__echo"), `{"message":"awake"}`); err != nil || got != "awake" {
+		t.Errorf("echo after idle close = %q, %v", got, err)
+	}
+}
+
+func TestDeadServerIsLeftOut(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{
+		{Name: "missing", Command: []string{"/nonexistent/mcp-server"}},
+		testServerConfig(t, "ok", "modern", nil),
+	}}
+	m := newTestManager(t, cfg, nil)
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ok__delete_everything", "ok__echo"}, toolNames(tools)); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	if st := statusOf(t, m.Manager, "T1", "missing"); st.State != StateFailed || st.Error == "" {
+		t.Errorf("status = %+v", st)
+	}
+	if !strings.Contains(m.logs.String(), "its tools are left out") {
+		t.Error("no log line for the dead server")
+	}
+}

@@ -1,0 +1,434 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxToolsPerServer bounds what one server may offer.
+const maxToolsPerServer = 256
+
+// toolState is what a mount knows about one tool besides its definition.
+type toolState struct {
+	hash           string
+	disabledReason string
+	flags          []string
+}
+
+// mount is one server in one workspace: its live connection (if any), the
+// remembered era and transport, the cached tool list and pin verdicts.
+type mount struct {
+	m      *Manager
+	team   string
+	cfg    ServerConfig
+	source string
+	key    string
+
+	// dialSem serializes connecting and listing; a channel so waiting
+	// respects ctx.
+	dialSem chan struct{}
+
+	mu        sync.Mutex
+	conn      *conn
+	era       string
+	transport string
+	lastErr   error
+	failures  int
+	retryAt   time.Time
+	restarts  int
+	lastUsed  time.Time
+	tools     []*mcp.Tool
+	states    map[string]*toolState
+	listedAt  time.Time
+	ttl       time.Duration // <0: until a list-changed notification
+	stale     bool
+	closed    bool
+
+	closing chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newMount(m *Manager, team string, cfg ServerConfig, source, key string) *mount {
+	return &mount{m: m, team: team, cfg: cfg, source: source, key: key,
+		dialSem: make(chan struct{}, 1), stale: true, closing: make(chan struct{})}
+}
+
+func (mt *mount) lock(ctx context.Context) error {
+	select {
+	case mt.dialSem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-mt.closing:
+		return errors.New("server closed")
+	}
+}
+
+func (mt *mount) unlock() { <-mt.dialSem }
+
+func backoff(failures int) time.Duration {
+	d := 250 * time.Millisecond
+	for i := 1; i < failures && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// connLocked returns the live connection, dialling if needed. The caller
+// holds dialSem. With wait, a server in back-off is waited for (bounded by
+// ctx); without, the last error is returned at once.
+func (mt *mount) connLocked(ctx context.Context, wait bool) (*conn, error) {
+	mt.mu.Lock()
+	if mt.closed {
+		mt.mu.Unlock()
+		return nil, errors.New("server closed")
+	}
+	if c := mt.conn; c != nil && !c.isDead() {
+		mt.lastUsed = time.Now()
+		mt.mu.Unlock()
+		return c, nil
+	}
+	until := time.Until(mt.retryAt)
+	lastErr := mt.lastErr
+	mt.mu.Unlock()
+	if until > 0 {
+		if !wait {
+			return nil, fmt.Errorf("restarting after failure (retry in %s): %w", until.Round(time.Millisecond), lastErr)
+		}
+		t := time.NewTimer(until)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-mt.closing:
+			t.Stop()
+			return nil, errors.New("server closed")
+		}
+	}
+	mt.mu.Lock()
+	p := &dialParams{
+		cfg: mt.cfg, source: mt.source, getenv: mt.m.opts.Getenv, logger: mt.m.log,
+		allowPrivate: mt.m.opts.AllowPrivateNetworks, resolve: mt.m.opts.Resolver,
+		probeTimeout: mt.m.opts.ProbeTimeout, maxMessage: mt.m.opts.MaxMessageBytes,
+		era: mt.era, transport: mt.transport, onToolsChanged: mt.toolsChanged,
+	}
+	mt.mu.Unlock()
+	c, err := dial(ctx, p)
+	mt.mu.Lock()
+	if err != nil {
+		if ctx.Err() == nil {
+			mt.failures++
+			mt.retryAt = time.Now().Add(backoff(mt.failures))
+			mt.lastErr = err
+			// The remembered era may be what failed: probe afresh next time.
+			mt.era, mt.transport = "", ""
+		}
+		mt.mu.Unlock()
+		return nil, err
+	}
+	if mt.closed {
+		mt.mu.Unlock()
+		c.close()
+		return nil, errors.New("server closed")
+	}
+	defer mt.mu.Unlock()
+	mt.conn, mt.era, mt.transport, mt.lastErr = c, c.era, c.transport, nil
+	mt.lastUsed = time.Now()
+	mt.stale = true
+	mt.wg.Add(1)
+	go mt.watch(c)
+	mt.m.log.Info("mcp server connected", "team", mt.team, "server", mt.cfg.Name,
+		"transport", c.transport, "era", c.era)
+	return c, nil
+}
+
+// watch notices a session that ends without close (a crashed stdio child, a
+// dropped HTTP stream), records it and restarts the server after back-off if
+// it is in use.
+func (mt *mount) watch(c *conn) {
+	defer mt.wg.Done()
+	err := c.cs.Wait()
+	close(c.dead)
+	if c.intentional() {
+		return
+	}
+	c.close()
+	mt.mu.Lock()
+	if mt.conn != c {
+		mt.mu.Unlock()
+		return
+	}
+	mt.conn = nil
+	mt.restarts++
+	mt.failures++
+	delay := backoff(mt.failures)
+	mt.retryAt = time.Now().Add(delay)
+	reason := "connection closed"
+	if c.proc != nil && c.proc.exited() && c.proc.err != nil {
+		reason = "exited: " + c.proc.err.Error()
+	} else if err != nil {
+		reason = err.Error()
+	}
+	mt.lastErr = errors.New(reason)
+	mt.stale = true
+	recent := time.Since(mt.lastUsed) < mt.m.opts.IdleTimeout
+	closed := mt.closed
+	mt.mu.Unlock()
+	mt.m.log.Warn("mcp server went away", "team", mt.team, "server", mt.cfg.Name,
+		"reason", reason, "restart_in", delay)
+	if closed || !recent || c.proc == nil {
+		return
+	}
+	t := time.NewTimer(delay)
+	select {
+	case <-t.C:
+	case <-mt.closing:
+		t.Stop()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*mt.m.opts.ProbeTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // ends with watch
+		select {
+		case <-mt.closing:
+			cancel()
+		case <-done:
+		}
+	}()
+	if _, err := mt.list(ctx, false); err != nil {
+		mt.m.log.Warn("mcp server restart failed", "team", mt.team, "server", mt.cfg.Name, "err", err)
+	}
+}
+
+func (mt *mount) toolsChanged() {
+	mt.mu.Lock()
+	mt.stale = true
+	mt.mu.Unlock()
+}
+
+// list returns the server's tools, re-listing when the cache is stale (a
+// list-changed notification, a reconnect, or the server's ttlMs elapsed),
+// and re-checks every definition against the pins.
+func (mt *mount) list(ctx context.Context, force bool) ([]*mcp.Tool, error) {
+	if err := mt.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer mt.unlock()
+	mt.mu.Lock()
+	fresh := !force && !mt.stale && mt.conn != nil && (mt.ttl < 0 || time.Since(mt.listedAt) < mt.ttl)
+	if fresh {
+		tools := mt.tools
+		mt.lastUsed = time.Now()
+		mt.mu.Unlock()
+		return tools, nil
+	}
+	mt.mu.Unlock()
+	c, err := mt.connLocked(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	mt.mu.Lock()
+	mt.stale = false // a notification arriving while we list marks it again
+	mt.mu.Unlock()
+	var (
+		tools  []*mcp.Tool
+		cursor string
+		ttl    = time.Duration(-1)
+	)
+	for page := 0; ; page++ {
+		res, err := c.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			mt.fail(c, fmt.Errorf("tools/list: %w", err))
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if page == 0 && c.era == EraModern {
+			ttl = time.Duration(res.TTLMs) * time.Millisecond
+		}
+		tools = append(tools, res.Tools...)
+		if res.NextCursor == "" || page >= 20 || len(tools) >= maxToolsPerServer {
+			break
+		}
+		cursor = res.NextCursor
+	}
+	if len(tools) > maxToolsPerServer {
+		tools = tools[:maxToolsPerServer]
+	}
+	states, err := mt.pin(ctx, tools, false)
+	if err != nil {
+		return nil, err
+	}
+	mt.mu.Lock()
+	mt.tools, mt.states, mt.listedAt, mt.ttl = tools, states, time.Now(), ttl
+	mt.failures = 0
+	mt.mu.Unlock()
+	return tools, nil
+}
+
+// fail drops a broken connection so the next use reconnects.
+func (mt *mount) fail(c *conn, err error) {
+	mt.mu.Lock()
+	if mt.conn == c && mt.conn != nil {
+		mt.conn = nil
+		mt.lastErr = err
+		mt.failures++
+		mt.retryAt = time.Now().Add(backoff(mt.failures))
+	}
+	mt.mu.Unlock()
+	c.close()
+}
+
+// pin compares tools with the stored pins. Tools of a server seen for the
+// first time are pinned; later a changed or new tool is disabled until an
+// admin approves (approve pins the current definitions).
+func (mt *mount) pin(ctx context.Context, tools []*mcp.Tool, approve bool) (map[string]*toolState, error) {
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	stored, err := mt.m.pins.ToolPins(ctx, mt.team, mt.cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading tool pins: %w", err)
+	}
+	firstSight := len(stored) == 0
+	next := make(map[string]string, len(stored)+len(tools))
+	for k, v := range stored {
+		next[k] = v
+	}
+	states := make(map[string]*toolState, len(tools))
+	dirty := approve
+	for _, t := range tools {
+		others := make([]string, 0, len(names))
+		for _, n := range names {
+			if n != t.Name {
+				others = append(others, n)
+			}
+		}
+		st := &toolState{hash: toolHash(t), flags: scanTool(t, others)}
+		old, seen := stored[t.Name]
+		switch {
+		case approve || (firstSight && !seen):
+			next[t.Name] = st.hash
+			dirty = dirty || old != st.hash
+		case !seen:
+			st.disabledReason = ReasonNew
+		case old != st.hash:
+			st.disabledReason = ReasonChanged
+		}
+		states[t.Name] = st
+	}
+	if approve {
+		// Approval pins exactly what the server offers now.
+		next = map[string]string{}
+		for name, st := range states {
+			next[name] = st.hash
+		}
+	}
+	if dirty {
+		if err := mt.m.pins.PutToolPins(ctx, mt.team, mt.cfg.Name, next); err != nil {
+			return nil, fmt.Errorf("storing tool pins: %w", err)
+		}
+	}
+	for name, st := range states {
+		if st.disabledReason != "" {
+			mt.m.log.Warn("mcp tool disabled until an admin approves", "team", mt.team,
+				"server", mt.cfg.Name, "tool", name, "reason", st.disabledReason)
+		}
+	}
+	return states, nil
+}
+
+func (mt *mount) isDisabled(tool string) bool {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	st := mt.states[tool]
+	return st == nil || st.disabledReason != ""
+}
+
+// call runs one tools/call on the live connection, reconnecting (after the
+// back-off) when the server went away.
+func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := mt.liveConn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.cs.CallTool(ctx, params)
+		// go-sdk refuses a call on a session that is already going down
+		// ("client is closing", an internal jsonrpc2 error) without sending
+		// it, so one retry on a fresh connection cannot run the tool twice.
+		if err != nil && attempt == 0 && ctx.Err() == nil && strings.Contains(err.Error(), "client is closing") {
+			mt.fail(c, err)
+			continue
+		}
+		return res, err
+	}
+}
+
+// liveConn returns the connection, reconnecting when there is none or the
+// current one has ended.
+func (mt *mount) liveConn(ctx context.Context) (*conn, error) {
+	mt.mu.Lock()
+	c := mt.conn
+	if c != nil && c.isDead() {
+		c = nil
+	}
+	if c != nil {
+		mt.lastUsed = time.Now()
+	}
+	mt.mu.Unlock()
+	if c == nil {
+		if err := mt.lock(ctx); err != nil {
+			return nil, err
+		}
+		var err error
+		c, err = mt.connLocked(ctx, true)
+		mt.unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// closeIdle closes the connection if unused since before cutoff.
+func (mt *mount) closeIdle(cutoff time.Time) {
+	mt.mu.Lock()
+	c := mt.conn
+	if c == nil || mt.lastUsed.After(cutoff) {
+		mt.mu.Unlock()
+		return
+	}
+	mt.conn = nil
+	// Notifications are not received while disconnected.
+	mt.stale = true
+	mt.mu.Unlock()
+	mt.m.log.Info("mcp server idle, closing", "team", mt.team, "server", mt.cfg.Name)
+	c.close()
+}
+
+// close ends the mount for good and waits for its goroutines.
+func (mt *mount) close() {
+	mt.mu.Lock()
+	if mt.closed {
+		mt.mu.Unlock()
+		return
+	}
+	mt.closed = true
+	close(mt.closing)
+	c := mt.conn
+	mt.conn = nil
+	mt.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	mt.wg.Wait()
+}

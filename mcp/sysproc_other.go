@@ -1,0 +1,11 @@
+//go:build unix && !linux
+
+package mcp
+
+import "syscall"
+
+// sysProcAttr puts the child in its own process group so Close can kill the
+// group.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

@@ -1,0 +1,243 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ToolInfo describes one tool of a server for /bobbin mcp tools and for the
+// admin's approval of a registration.
+type ToolInfo struct {
+	// Name is the tool's name on its server; Exposed is the name the model
+	// sees (<server>__<tool>), empty from Probe.
+	Name        string
+	Exposed     string
+	Title       string
+	Description string
+	InputSchema json.RawMessage
+	Hints       agent.Hints
+	// Disabled is set when the definition differs from the pinned one (or the
+	// tool is new on an already-approved server); DisabledReason says which.
+	Disabled       bool
+	DisabledReason string
+	// Flags are the poisoning scanner's findings (Flag* constants).
+	Flags []string
+	// Hash is the pinned-definition hash of the current definition.
+	Hash string
+}
+
+// Reasons a tool is disabled.
+const (
+	ReasonChanged = "definition changed"
+	ReasonNew     = "new tool"
+)
+
+// exposedName builds <server>__<tool> restricted to [a-zA-Z0-9_-]{1,64} and
+// unique among taken (which it updates).
+func exposedName(server, tool string, taken map[string]bool) string {
+	clean := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				b[i] = '_'
+			}
+		}
+		// Multi-byte runes became several underscores; that is fine.
+		return string(b)
+	}
+	base := clean(server) + "__" + clean(tool)
+	if len(base) > 64 {
+		base = base[:64]
+	}
+	if base == "" {
+		base = "tool"
+	}
+	name := base
+	for i := 2; taken[name]; i++ {
+		suffix := "_" + strconv.Itoa(i)
+		name = base[:min(len(base), 64-len(suffix))] + suffix
+	}
+	taken[name] = true
+	return name
+}
+
+func inputSchema(t *mcp.Tool) json.RawMessage {
+	if t.InputSchema != nil {
+		if b, err := json.Marshal(t.InputSchema); err == nil && len(b) > 0 && b[0] == '{' {
+			return b
+		}
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+
+// hintsFor maps annotations (untrusted unless cfg.Trusted) and the operator's
+// allow/deny lists to agent.Hints. Absent hints take the spec defaults
+// (destructive and open-world true).
+func hintsFor(cfg ServerConfig, t *mcp.Tool) agent.Hints {
+	h := agent.Hints{Server: cfg.Name, Tool: t.Name, Title: t.Title, Destructive: true, OpenWorld: true}
+	if a := t.Annotations; a != nil {
+		if a.Title != "" && h.Title == "" {
+			h.Title = a.Title
+		}
+		h.ReadOnly = a.ReadOnlyHint
+		h.Idempotent = a.IdempotentHint
+		if a.DestructiveHint != nil {
+			h.Destructive = *a.DestructiveHint
+		}
+		if a.OpenWorldHint != nil {
+			h.OpenWorld = *a.OpenWorldHint
+		}
+	}
+	if h.ReadOnly {
+		h.Destructive = false
+	}
+	h.Trusted = cfg.Trusted
+	h.Allowed = slices.Contains(cfg.Allow, t.Name)
+	h.Denied = slices.Contains(cfg.Deny, t.Name)
+	return h
+}
+
+// remoteTool adapts one MCP tool to agent.HintedTool.
+type remoteTool struct {
+	mt     *mount
+	remote string
+	spec   provider.ToolSpec
+	hints  agent.Hints
+}
+
+var _ agent.HintedTool = (*remoteTool)(nil)
+
+func (t *remoteTool) Spec() provider.ToolSpec { return t.spec }
+
+func (t *remoteTool) Hints() agent.Hints {
+	h := t.hints
+	h.Disabled = t.mt.isDisabled(t.remote)
+	return h
+}
+
+// Call runs the tool with a timeout; cancelling ctx cancels the call on the
+// server (notifications/cancelled, or a closed stream on modern HTTP).
+func (t *remoteTool) Call(ctx context.Context, input json.RawMessage) (string, error) {
+	if t.hints.Denied {
+		return "", fmt.Errorf("tool %s is denied by the operator's configuration", t.spec.Name)
+	}
+	if t.mt.isDisabled(t.remote) {
+		return "", fmt.Errorf("tool %s is disabled: its definition changed since it was approved; a workspace admin must run `/bobbin mcp approve %s`", t.spec.Name, t.mt.cfg.Name)
+	}
+	args := json.RawMessage(`{}`)
+	if s := strings.TrimSpace(string(input)); s != "" && s != "null" {
+		if !json.Valid(input) || s[0] != '{' {
+			return "", errors.New("tool arguments must be a JSON object")
+		}
+		args = input
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.mt.callTimeout())
+	defer cancel()
+	res, err := t.mt.call(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return "", fmt.Errorf("%s: timed out after %s", t.spec.Name, t.mt.callTimeout())
+		}
+		return "", fmt.Errorf("%s: %w", t.spec.Name, err)
+	}
+	out := resultText(res)
+	out = capOutput(out, t.mt.m.outputCap())
+	if res.IsError {
+		if out == "" {
+			out = "the tool reported an error"
+		}
+		return "", errors.New(out)
+	}
+	return out, nil
+}
+
+// resultText renders a CallToolResult for the model: text blocks joined,
+// structuredContent as JSON when there is no text, other blocks as
+// placeholders.
+func resultText(res *mcp.CallToolResult) string {
+	if res.NeedsInput() {
+		return "[the server asked for more input, which Bobbin does not support yet]"
+	}
+	var parts []string
+	hasText := false
+	for _, c := range res.Content {
+		switch x := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, x.Text)
+			hasText = true
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes]", orUnknown(x.MIMEType), len(x.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes]", orUnknown(x.MIMEType), len(x.Data)))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link: %s %s]", x.Name, x.URI))
+		case *mcp.EmbeddedResource:
+			if r := x.Resource; r != nil {
+				n := len(r.Text) + len(r.Blob)
+				parts = append(parts, fmt.Sprintf("[resource: %s (%s), %d bytes]", r.URI, orUnknown(r.MIMEType), n))
+			} else {
+				parts = append(parts, "[resource]")
+			}
+		default:
+			parts = append(parts, fmt.Sprintf("[%T content]", c))
+		}
+	}
+	if !hasText && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append([]string{string(b)}, parts...)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown type"
+	}
+	return s
+}
+
+// capOutput strips invisible and tag characters (hidden instructions to the
+// model) and cuts s to limit bytes on a rune boundary with a visible marker.
+func capOutput(s string, limit int) string {
+	s = strings.Map(func(r rune) rune {
+		if tagRune(r) || invisibleRune(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n…[truncated %d bytes]", len(s)-cut)
+}
+
+func describe(server, desc string) string {
+	desc = strings.TrimSpace(desc)
+	if desc == "" {
+		return "[" + server + "]"
+	}
+	return "[" + server + "] " + desc
+}
+
+func (m *mount) callTimeout() time.Duration {
+	if m.cfg.Timeout > 0 {
+		return m.cfg.Timeout
+	}
+	return m.m.opts.CallTimeout
+}
