@@ -448,6 +448,14 @@ func (s *Server) SetAckDropRate(rate float64) {
 	s.opts.AckDropRate = rate
 }
 
+// SetMaxSockets changes Options.MaxSockets at run time; sockets already
+// open stay open, new ones beyond the limit get too_many_websockets.
+func (s *Server) SetMaxSockets(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.MaxSockets = n
+}
+
 // WaitFor polls cond (every 5 ms, and at every state change) until it
 // returns true or ctx ends; it returns ctx's error in that case. cond is
 // called without the server's lock, so it may call query methods.

@@ -426,3 +426,16 @@ func TestPostToUserIDOpensDM(t *testing.T) {
 		t.Fatalf("PostMessage(U333) = %q, %v; want channel %s", ch, err, slackemu.DMBob)
 	}
 }
+
+func TestSetMaxSocketsStorm(t *testing.T) {
+	emu := newEmu(t, fastOpts())
+	c := startSocket(t, emu, true)
+	c.next(t, socketmode.EventTypeHello)
+	emu.SetMaxSockets(1)
+	// A second client is turned away again and again (slack-go retries).
+	startSocket(t, emu, true)
+	waitFor(t, emu, "rejections", func() bool { return emu.ConnStats().Rejected >= 3 })
+	if n := emu.LiveConnections(); n != 1 {
+		t.Errorf("LiveConnections = %d, want 1", n)
+	}
+}
