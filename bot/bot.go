@@ -104,6 +104,15 @@ type Options struct {
 	PingInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// MCP administers the workspaces' MCP servers for /bobbin mcp (nil:
+	// those commands say MCP is not available). cmd/bot adapts the
+	// mcp.Manager.
+	MCP MCPAdmin
+	// ApprovalTimeout is how long a tool-call approval prompt waits before
+	// the call is denied (APPROVAL_TIMEOUT, default 10 min). Keep the
+	// agent's own ApprovalTimeout at least this long.
+	ApprovalTimeout time.Duration
 }
 
 // Bot is the Slack frontend. Build it with New, run it with Run.
@@ -132,6 +141,9 @@ type Bot struct {
 	// one worker per thread.
 	mu      sync.Mutex
 	running map[session.ThreadKey]bool
+
+	// ctl is the state of approvals and admin commands (admin.go).
+	ctl control
 }
 
 // New checks opts and builds a Bot. It does not contact Slack.
@@ -241,9 +253,12 @@ func (b *Bot) Run(ctx context.Context) error {
 			b.superviseSocket(ctx, turnCtx, i)
 		})
 	}
+	// Turns orphaned by a dead replica (or handed over) resume here.
+	socks.Go(func() { b.scanOrphans(ctx, turnCtx) })
 	<-ctx.Done()
 	b.draining.Store(true)
 	socks.Wait()
+	b.ctl.jobs.Wait() // slash command answers still being worked on
 
 	done := make(chan struct{})
 	go func() { b.workers.Wait(); close(done) }()

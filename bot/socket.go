@@ -178,6 +178,9 @@ func (b *Bot) interactive(ctx context.Context, raw json.RawMessage) any {
 		b.log.Warn("bot: malformed interactive payload", "err", err)
 		return nil
 	}
+	if ack, ok := b.handleControl(ctx, cb); ok {
+		return ack
+	}
 	if cb.Type == slack.InteractionTypeBlockActions {
 		for _, a := range cb.ActionCallback.BlockActions {
 			if a == nil {
@@ -191,14 +194,14 @@ func (b *Bot) interactive(ctx context.Context, raw json.RawMessage) any {
 	return nil
 }
 
-// slashCommand answers /bobbin; the commands themselves come later.
-func (b *Bot) slashCommand(_ context.Context, raw json.RawMessage) any {
+// slashCommand answers /bobbin (command.go).
+func (b *Bot) slashCommand(ctx context.Context, raw json.RawMessage) any {
 	var cmd slack.SlashCommand
 	if err := json.Unmarshal(raw, &cmd); err != nil {
 		b.log.Warn("bot: malformed slash command", "err", err)
 		return nil
 	}
-	return map[string]string{"response_type": "ephemeral", "text": "Mention me in a channel or message me directly, and I'll answer in the thread."}
+	return b.runSlash(ctx, cmd)
 }
 
 // logAttrs are the attributes every log line about a thread carries.

@@ -89,6 +89,7 @@ func (b *Bot) serveThread(ctx context.Context, k session.ThreadKey) {
 		cancel(nil)
 		renew.Wait()
 	}()
+	b.resumeInterrupted(lctx, lease)
 
 	for lctx.Err() == nil {
 		var batch []inbound
@@ -121,11 +122,12 @@ func (b *Bot) serveThread(ctx context.Context, k session.ThreadKey) {
 			return
 		}
 	}
-	// Shutdown or lease lost: hand the thread over at once.
+	// Shutdown or lease lost: hand the thread over at once (it stays in
+	// the active-turns index, so another replica's orphan scan resumes it).
 	if errors.Is(context.Cause(lctx), errShutdown) || errors.Is(context.Cause(ctx), errShutdown) {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer rcancel()
-		_ = lease.Release(rctx)
+		_ = lease.Handover(rctx)
 	}
 }
 
@@ -199,6 +201,7 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	defer b.cancels.remove(k)
 
 	r := newStreamer(b, k, last)
+	b.guardStreamer(r, lease, meta.TurnID)
 	var loop sync.WaitGroup
 	loop.Go(func() { r.loop(turnCtx) })
 
@@ -229,8 +232,9 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
 		System:      meta.System,
 		History:     append(history, userMsgs...),
-		Tools:       tools,
+		Tools:       b.auditTools(k, last.User, tools),
 		Grants:      meta.Grants,
+		Approver:    b.approverFor(k, last.User),
 		Observer:    r,
 		Checkpoint:  checkpoint,
 		Calibration: meta.Calibration,
@@ -253,7 +257,8 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	case errors.As(cause, &stop):
 		footer = "_Stopped by <@" + stop.user + ">._"
 	case errors.Is(cause, errShutdown):
-		footer = "_Interrupted: the bot is restarting._"
+		// Handed over (serveThread): another replica resumes the turn.
+		footer = "_Interrupted: the bot is restarting. The answer continues below._"
 	case errors.Is(cause, session.ErrLeaseLost), errors.Is(runErr, session.ErrStaleFence):
 		// Another replica has the thread now; it finishes the answer.
 		footer = ""
@@ -263,7 +268,10 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	}
 	r.finish(fctx, res.Text, footer)
 
-	meta.Phase = "done"
+	meta.Phase = phaseDone
+	if errors.Is(cause, errShutdown) {
+		meta.Phase = phaseInterrupted
+	}
 	meta.ReplyTS = r.replyTS()
 	meta.Updated = b.opts.Now()
 	if err := b.store.SaveMeta(fctx, k, fence, meta); err != nil && !errors.Is(err, session.ErrStaleFence) {

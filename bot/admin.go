@@ -1,0 +1,511 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// role is what a person may do with the bot's controls.
+type role int
+
+const (
+	// roleNone may not decide approvals or administer anything: bots,
+	// guests, people of another workspace or organization, deactivated
+	// accounts, and anyone users.info could not vouch for.
+	roleNone role = iota
+	// roleMember is a full member of the workspace.
+	roleMember
+	// roleAdmin is a workspace admin or owner, or listed in BOT_ADMINS.
+	roleAdmin
+)
+
+func (r role) String() string {
+	switch r {
+	case roleMember:
+		return "member"
+	case roleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// roleTTL bounds how long a users.info answer is trusted: a demoted admin or
+// a deactivated account loses its rights within this time.
+const roleTTL = 2 * time.Minute
+
+// maxRoleEntries bounds the role cache; past it the cache starts over.
+const maxRoleEntries = 20000
+
+// roleCache remembers users.info verdicts per workspace and user.
+type roleCache struct {
+	mu sync.Mutex
+	m  map[string]roleEntry
+}
+
+type roleEntry struct {
+	r   role
+	why string
+	at  time.Time
+}
+
+// userLookup is users.info.
+type userLookup func(ctx context.Context, user string) (*slack.User, error)
+
+// classify decides a person's role from users.info in workspace team. why
+// says, for people who may not act, what they are.
+func classify(u *slack.User, team string) (r role, why string) {
+	switch {
+	case u == nil:
+		return roleNone, "unknown user"
+	case u.IsBot || u.IsAppUser || u.IsWorkflowBot || u.IsConnectorBot:
+		return roleNone, "bot"
+	case u.Deleted:
+		return roleNone, "deactivated account"
+	case u.IsStranger, u.TeamID != "" && team != "" && u.TeamID != team:
+		return roleNone, "member of another workspace"
+	case u.IsRestricted || u.IsUltraRestricted:
+		return roleNone, "guest"
+	case u.IsAdmin || u.IsOwner || u.IsPrimaryOwner:
+		return roleAdmin, ""
+	}
+	return roleMember, ""
+}
+
+// role returns the role of user, acting in workspace team. userTeam is the
+// team the interaction payload names for the user ("" when absent): a
+// mismatch means another workspace and no rights, even for BOT_ADMINS.
+// admins are the BOT_ADMINS ids, admins without a users.info check.
+// Errors are not cached: the person may simply try again.
+func (c *roleCache) role(ctx context.Context, lookup userLookup, admins []string, team, user, userTeam string) (role, string) {
+	switch {
+	case team == "" || user == "":
+		return roleNone, "unknown user"
+	case userTeam != "" && userTeam != team:
+		return roleNone, "member of another workspace"
+	case slices.Contains(admins, user):
+		return roleAdmin, ""
+	}
+	key := team + "/" + user
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < roleTTL {
+		return e.r, e.why
+	}
+	if lookup == nil {
+		return roleNone, "unknown user"
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	u, err := lookup(lctx, user)
+	if err != nil {
+		return roleNone, "lookup failed"
+	}
+	r, why := classify(u, team)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxRoleEntries {
+		c.m = map[string]roleEntry{}
+	}
+	c.m[key] = roleEntry{r: r, why: why, at: time.Now()}
+	c.mu.Unlock()
+	return r, why
+}
+
+// roleOf is the role of user in team as the bot sees it.
+func (b *Bot) roleOf(ctx context.Context, team, user, userTeam string) (role, string) {
+	return b.ctl.roles.role(ctx, b.lookupUser, b.opts.Admins, team, user, userTeam)
+}
+
+func (b *Bot) lookupUser(ctx context.Context, user string) (*slack.User, error) {
+	return b.api.GetUserInfoContext(ctx, user)
+}
+
+// mayDecide reports whether user may answer (or revoke) an approval that
+// requester's turn asked for: the requester or an admin, and never a
+// bot, guest, deactivated account or someone of another workspace. deny is
+// the explanation for everyone else.
+func (b *Bot) mayDecide(ctx context.Context, team, user, userTeam, requester string) (ok bool, deny string) {
+	r, why := b.roleOf(ctx, team, user, userTeam)
+	return decideRule(r, why, user, requester)
+}
+
+// decideRule is mayDecide's rule, apart from the lookup.
+func decideRule(r role, why, user, requester string) (bool, string) {
+	switch {
+	case r == roleNone && why == "lookup failed":
+		return false, "I couldn't check your account just now, so nothing happened. Please try again in a moment."
+	case r == roleNone:
+		return false, "Only the person who asked, or a workspace admin, can answer this request (" + why + "s can't). Nothing happened."
+	case r == roleAdmin, user == requester && requester != "":
+		return true, ""
+	}
+	return false, "Only the person who asked, or a workspace admin, can answer this request. Nothing happened."
+}
+
+// control is the state of approvals and admin commands; its zero value is
+// ready to use.
+type control struct {
+	roles roleCache
+	// jobs are slash-command answers still being worked on (a probe takes
+	// seconds, more than an ack may wait); Run waits for them on shutdown.
+	jobs sync.WaitGroup
+}
+
+// registrationRecord is the caller-owned JSON of a session.Registration
+// made from Slack. Header values are secrets: they live in
+// Registration.Secrets (encrypted at rest), keyed by header name.
+type registrationRecord struct {
+	V       int      `json:"v"`
+	URL     string   `json:"url"`
+	Headers []string `json:"headers,omitempty"`
+	// Tools are the tool names the admin saw when registering.
+	Tools []string `json:"tools,omitempty"`
+}
+
+// RegisteredServer decodes a registration made with /bobbin mcp add: the
+// server's URL and its headers (values as the store decrypted them). cmd/bot
+// uses it to feed registrations to the MCP manager.
+func RegisteredServer(r session.Registration) (url string, headers map[string]string, err error) {
+	var rec registrationRecord
+	if err := json.Unmarshal(r.Record, &rec); err != nil {
+		return "", nil, fmt.Errorf("bot: registration %s: %w", r.Name, err)
+	}
+	if rec.URL == "" {
+		return "", nil, fmt.Errorf("bot: registration %s has no URL", r.Name)
+	}
+	if len(rec.Headers) > 0 {
+		headers = make(map[string]string, len(rec.Headers))
+		for _, h := range rec.Headers {
+			v, ok := r.Secrets[h]
+			if !ok {
+				return "", nil, fmt.Errorf("bot: registration %s: header %s has no value", r.Name, h)
+			}
+			headers[h] = v
+		}
+	}
+	return rec.URL, headers, nil
+}
+
+// publicURL is u without query and fragment, for audit and answers (a query
+// may carry a token).
+func publicURL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		return u[:i] + "?…"
+	}
+	return u
+}
+
+// hintWords describes a tool's hints in a few words.
+func hintWords(h agent.Hints) string {
+	var w []string
+	if h.ReadOnly {
+		w = append(w, "read-only")
+	}
+	if h.Destructive {
+		w = append(w, "destructive")
+	}
+	if h.OpenWorld {
+		w = append(w, "open-world")
+	}
+	if !h.Trusted {
+		w = append(w, "unverified server")
+	}
+	if len(w) == 0 {
+		return "no hints"
+	}
+	return strings.Join(w, " · ")
+}
+
+// mcpList answers /bobbin mcp list.
+func (b *Bot) mcpList(ctx context.Context, team string) string {
+	st := b.opts.MCP.Status(ctx, team)
+	if len(st) == 0 {
+		return "No MCP servers are set up in this workspace. An admin can add one with `/bobbin mcp add`."
+	}
+	var s strings.Builder
+	s.WriteString("*MCP servers in this workspace*\n")
+	for _, x := range st {
+		fmt.Fprintf(&s, "• `%s`: %s, %s", inlineCode(x.Name), EscapeText(cmpOr(x.Transport, "?")), EscapeText(cmpOr(x.State, "unknown")))
+		if x.State != "failed" {
+			fmt.Fprintf(&s, ", %d tools", x.Tools)
+		}
+		src := "registered in Slack"
+		if x.Source == "config" {
+			src = "from the operator's configuration"
+		}
+		s.WriteString(" (" + src)
+		if x.Trusted {
+			s.WriteString(", trusted")
+		}
+		s.WriteString(")")
+		if x.URL != "" {
+			s.WriteString(" " + EscapeText(publicURL(x.URL)))
+		}
+		s.WriteByte('\n')
+		if x.Error != "" {
+			fmt.Fprintf(&s, "    :x: %s\n", EscapeText(clip(x.Error, 300)))
+		}
+		if len(x.Disabled) > 0 {
+			fmt.Fprintf(&s, "    :warning: disabled because their definition changed: %s. An admin can review them with `/bobbin mcp tools %s` and re-enable them with `/bobbin mcp approve %s`.\n",
+				codeList(x.Disabled), inlineCode(x.Name), inlineCode(x.Name))
+		}
+		if len(x.Flagged) > 0 {
+			fmt.Fprintf(&s, "    :mag: flagged by the safety scanner: %s\n", codeList(x.Flagged))
+		}
+	}
+	return s.String()
+}
+
+func codeList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "`" + inlineCode(n) + "`"
+	}
+	return strings.Join(out, ", ")
+}
+
+// mcpTools answers /bobbin mcp tools <name>.
+func (b *Bot) mcpTools(ctx context.Context, team, name string) string {
+	tools, err := b.opts.MCP.ServerTools(ctx, team, name)
+	if errors.Is(err, ErrUnknownServer) {
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+	}
+	if err != nil {
+		return EscapeText(fmt.Sprintf("I couldn't list the tools of %s: %v.", name, err)) + " Check `/bobbin mcp list` for its state, then try again."
+	}
+	return fmt.Sprintf("*Tools of `%s`* (%d)\n", inlineCode(name), len(tools)) + formatTools(tools, 300, false)
+}
+
+// formatTools lists tools with hints, state and description (cut to
+// descLimit runes); withSchema adds the input schemas.
+func formatTools(tools []ToolInfo, descLimit int, withSchema bool) string {
+	if len(tools) == 0 {
+		return "_No tools._\n"
+	}
+	var s strings.Builder
+	for _, t := range tools {
+		fmt.Fprintf(&s, "• `%s`", inlineCode(t.Name))
+		if t.Exposed != "" && t.Exposed != t.Name {
+			fmt.Fprintf(&s, " (the model sees `%s`)", inlineCode(t.Exposed))
+		}
+		fmt.Fprintf(&s, ": %s\n", hintWords(t.Hints))
+		if d := strings.TrimSpace(t.Description); d != "" {
+			fmt.Fprintf(&s, "    %s\n", EscapeText(strings.Join(strings.Fields(clip(d, descLimit)), " ")))
+		}
+		if t.Disabled {
+			fmt.Fprintf(&s, "    :warning: disabled (%s) until an admin approves it\n", EscapeText(cmpOr(t.DisabledReason, "changed")))
+		}
+		if len(t.Flags) > 0 {
+			fmt.Fprintf(&s, "    :mag: flagged: %s\n", EscapeText(strings.Join(t.Flags, ", ")))
+		}
+		if withSchema && len(t.InputSchema) > 0 {
+			fmt.Fprintf(&s, "```\n%s\n```\n", truncate(EscapeText(fenceSafe(string(t.InputSchema))), 1200))
+		}
+	}
+	return s.String()
+}
+
+// mcpApprove answers /bobbin mcp approve <name>.
+func (b *Bot) mcpApprove(ctx context.Context, team, user, name string) string {
+	tools, err := b.opts.MCP.Approve(ctx, team, name)
+	if errors.Is(err, ErrUnknownServer) {
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+	}
+	if err != nil {
+		return EscapeText(fmt.Sprintf("I couldn't approve %s: %v.", name, err)) + " Check `/bobbin mcp list` for its state, then try again."
+	}
+	b.audit(ctx, team, map[string]string{"event": auditMCPApprove, "by": user, "server": name, "outcome": strconv.Itoa(len(tools)) + " tools"})
+	return fmt.Sprintf("*Approved the current definitions of `%s`*: its %d tools are enabled as defined below. Calls still ask for approval in the thread.\n", inlineCode(name), len(tools)) +
+		formatTools(tools, 1000, true)
+}
+
+// mcpRemove answers /bobbin mcp remove <name>.
+func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
+	err := b.control().DeleteRegistration(ctx, team, name)
+	if errors.Is(err, session.ErrNotFound) {
+		return fmt.Sprintf("No server named `%s` was registered from Slack in this workspace. (Servers from the operator's configuration can only be removed there.) See `/bobbin mcp list`.", inlineCode(name))
+	}
+	if err != nil {
+		b.log.Warn("bot: removing a registration failed", "team", team, "server", name, "err", err)
+		return "I couldn't remove it just now. Please try again in a moment."
+	}
+	b.opts.MCP.Invalidate(team)
+	b.audit(ctx, team, map[string]string{"event": auditMCPRemove, "by": user, "server": name})
+	return fmt.Sprintf("Removed `%s`. Its tools are no longer offered in this workspace.", inlineCode(name))
+}
+
+// mcpAdd probes a server and, when it answers, registers it. The header
+// values are secrets: they are stored encrypted and never shown or logged.
+func (b *Bot) mcpAdd(ctx context.Context, team, user, name, url string, headers map[string]string) string {
+	cs := b.control()
+	if _, err := cs.Registration(ctx, team, name); err == nil {
+		return fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", inlineCode(name), inlineCode(name))
+	} else if !errors.Is(err, session.ErrNotFound) {
+		b.log.Warn("bot: reading registrations failed", "team", team, "err", err)
+		return "I couldn't check the existing servers just now. Please try again in a moment."
+	}
+	tools, err := b.opts.MCP.Probe(ctx, name, url, headers)
+	if err != nil {
+		b.log.Info("bot: probing an MCP server failed", "team", team, "server", name, "err", err)
+		return EscapeText(fmt.Sprintf("I couldn't use %s at %s: %v.", name, publicURL(url), scrubSecrets(err.Error(), headers))) +
+			" Nothing was saved. Check the URL and headers, then run `/bobbin mcp add` again."
+	}
+	rec := registrationRecord{V: 1, URL: url}
+	for _, t := range tools {
+		rec.Tools = append(rec.Tools, t.Name)
+	}
+	for h := range headers {
+		rec.Headers = append(rec.Headers, h)
+	}
+	slices.Sort(rec.Headers)
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return "I couldn't save the server. Please try again."
+	}
+	if err := cs.PutRegistration(ctx, team, session.Registration{Name: name, Record: raw, Secrets: headers, CreatedBy: user}); err != nil {
+		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
+		if errors.Is(err, session.ErrNoSecretKey) {
+			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
+		}
+		return "I found the server but couldn't save it just now. Nothing was saved; please try again."
+	}
+	b.opts.MCP.Invalidate(team)
+	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
+		"outcome": strconv.Itoa(len(tools)) + " tools", "headers": strings.Join(rec.Headers, ",")})
+	var s strings.Builder
+	fmt.Fprintf(&s, "*Registered `%s`* at %s with %d tools", inlineCode(name), EscapeText(publicURL(url)), len(tools))
+	if len(headers) > 0 {
+		fmt.Fprintf(&s, " (headers %s stored encrypted)", EscapeText(strings.Join(rec.Headers, ", ")))
+	}
+	s.WriteString(". They are offered to the model in this workspace from now on; each call asks for approval in the thread.\n")
+	s.WriteString(formatTools(tools, 300, false))
+	return s.String()
+}
+
+// scrubSecrets removes header values from an error text before it is shown.
+func scrubSecrets(s string, headers map[string]string) string {
+	for _, v := range headers {
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+// The add-server modal.
+const (
+	callbackMCPAdd   = "bobbin_mcp_add"
+	blockMCPName     = "mcp_name"
+	blockMCPURL      = "mcp_url"
+	blockMCPHeaders  = "mcp_headers"
+	actionMCPName    = "name"
+	actionMCPURL     = "url"
+	actionMCPHeaders = "headers"
+)
+
+func addModal(meta string) slack.ModalViewRequest {
+	pt := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+	}
+	name := slack.NewPlainTextInputBlockElement(pt("github"), actionMCPName)
+	name.MaxLength = 32
+	url := slack.NewPlainTextInputBlockElement(pt("https://mcp.example.com/mcp"), actionMCPURL)
+	hdrs := slack.NewPlainTextInputBlockElement(pt("Authorization: Bearer …"), actionMCPHeaders)
+	hdrs.Multiline = true
+	hb := slack.NewInputBlock(blockMCPHeaders, pt("Secret headers (optional, one per line)"),
+		pt("Stored encrypted; never shown again, not even to admins."), hdrs)
+	hb.Optional = true
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      callbackMCPAdd,
+		Title:           pt("Add an MCP server"),
+		Submit:          pt("Connect and add"),
+		Close:           pt("Cancel"),
+		PrivateMetadata: meta,
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewInputBlock(blockMCPName, pt("Name"), pt("1 to 32 letters, digits, - or _"), name),
+			slack.NewInputBlock(blockMCPURL, pt("HTTPS URL of the server"), pt("Only https:// MCP endpoints; commands and stdio servers are refused."), url),
+			hb,
+		}},
+	}
+}
+
+// openAddModal answers /bobbin mcp add without arguments.
+func (b *Bot) openAddModal(ctx context.Context, sc slack.SlashCommand, to replyTarget) any {
+	meta, _ := json.Marshal(to)
+	if len(meta) > 3000 {
+		meta, _ = json.Marshal(replyTarget{Channel: to.Channel, User: to.User})
+	}
+	if _, err := b.api.OpenViewContext(ctx, sc.TriggerID, addModal(string(meta))); err != nil {
+		b.log.Warn("bot: opening the add-server form failed", "err", err)
+		return ephemeralAck("I couldn't open the form. Try again, or use `/bobbin mcp add <name> <https-url> [Header: value …]`.")
+	}
+	return nil
+}
+
+// addSubmitted handles the add-server form: field errors go back with
+// response_action errors; a valid form closes and the result arrives as an
+// ephemeral message where the command was typed.
+func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) any {
+	team, user := cb.Team.ID, cb.User.ID
+	if r, why := b.roleOf(ctx, team, user, cb.User.TeamID); r != roleAdmin {
+		b.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": opAdd})
+		msg := "Only workspace admins can add MCP servers."
+		if why == "lookup failed" {
+			msg = "I couldn't check your account just now. Please try again."
+		}
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockMCPName: msg})
+	}
+	if b.opts.MCP == nil || b.control() == nil {
+		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockMCPName: "MCP servers are not enabled on this bot."})
+	}
+	value := func(block, action string) string {
+		if cb.View.State == nil {
+			return ""
+		}
+		return strings.TrimSpace(cb.View.State.Values[block][action].Value)
+	}
+	name, rawURL, rawHeaders := value(blockMCPName, actionMCPName), value(blockMCPURL, actionMCPURL), value(blockMCPHeaders, actionMCPHeaders)
+	errs := map[string]string{}
+	if err := checkServerName(name); err != nil {
+		errs[blockMCPName] = "Use 1 to 32 letters, digits, - or _."
+	} else if _, err := b.control().Registration(ctx, team, name); err == nil {
+		errs[blockMCPName] = "A server with this name is already registered. Pick another name or remove it first."
+	}
+	u, err := checkURLShape(rawURL)
+	if err == nil {
+		err = b.opts.MCP.ValidateURL(u)
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			errs[blockMCPURL] = "Only https:// URLs of MCP servers; commands, paths and stdio servers are refused."
+		} else {
+			errs[blockMCPURL] = clip("This URL can't be registered: "+err.Error(), 150)
+		}
+	}
+	hs, err := parseHeaderLines(rawHeaders)
+	if err != nil {
+		errs[blockMCPHeaders] = clip(err.Error(), 150)
+	}
+	if len(errs) > 0 {
+		return slack.NewErrorsViewSubmissionResponse(errs)
+	}
+	var to replyTarget
+	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &to)
+	to.User = user
+	b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpAdd(ctx, team, user, name, u, headerMap(hs)) })
+	return nil
+}

@@ -1,0 +1,712 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// Action ids of the approval buttons; every value is the approval id.
+const (
+	actionAllowOnce   = "bobbin_allow_once"
+	actionAllowThread = "bobbin_allow_thread"
+	actionDeny        = "bobbin_deny"
+	actionRevoke      = "bobbin_revoke"
+	actionViewArgs    = "bobbin_view_args"
+)
+
+// Button labels.
+const (
+	labelAllowOnce   = "Allow once"
+	labelAllowThread = "Always allow in this thread"
+	labelDeny        = "Deny"
+	labelRevoke      = "Revoke"
+	labelViewArgs    = "View full arguments"
+)
+
+// Block ids of the approval message. The first three survive a decision;
+// actions and status are replaced.
+const (
+	blockApprovalHead    = "bobbin_approval_head"
+	blockApprovalRisk    = "bobbin_approval_risk"
+	blockApprovalArgs    = "bobbin_approval_args"
+	blockApprovalActions = "bobbin_approval_actions"
+	blockApprovalStatus  = "bobbin_approval_status"
+)
+
+// DefaultApprovalTimeout is how long a prompt waits for an answer when
+// Options.ApprovalTimeout is zero (APPROVAL_TIMEOUT).
+const DefaultApprovalTimeout = 10 * time.Minute
+
+// Limits of the arguments shown in the prompt.
+const (
+	argValueLimit  = 300  // runes of one string value
+	argBlockLimit  = 2600 // bytes of the escaped code block (a section takes 3 000)
+	argsModalLimit = 2800 // bytes of escaped code per modal section
+	argsModalParts = 24   // sections in the modal
+)
+
+// errApprovalExpired is what the model hears when nobody answered in time.
+var errApprovalExpired = errors.New("nobody answered the approval request in time")
+
+// errApprovalWithdrawn: the turn was stopped while the prompt was open.
+var errApprovalWithdrawn = errors.New("the request was withdrawn")
+
+// threadApprover is the bot's agent.Approver for one turn: it asks in the
+// thread and waits for the answer through Redis, so the click may land on
+// any replica.
+type threadApprover struct {
+	b         *Bot
+	k         session.ThreadKey
+	requester string
+}
+
+// approverFor returns the Approver of a turn in thread k started by
+// requester; nil (deny what needs approval) without a control store.
+func (b *Bot) approverFor(k session.ThreadKey, requester string) agent.Approver {
+	if b.control() == nil {
+		return nil
+	}
+	return &threadApprover{b: b, k: k, requester: requester}
+}
+
+func (b *Bot) approvalTimeout() time.Duration {
+	if b.opts.ApprovalTimeout > 0 {
+		return b.opts.ApprovalTimeout
+	}
+	return DefaultApprovalTimeout
+}
+
+// Approve posts the prompt (or, when this turn resumes one another replica
+// started, finds it), waits for the decision and returns it.
+func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	b, k := a.b, a.k
+	cs := b.control()
+	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	p := newPrompt(req, a.requester)
+
+	ap, found := a.resume(ctx, req.Call.ID)
+	if !found {
+		id := session.NewApprovalID()
+		expires := time.Now().Add(b.approvalTimeout())
+		if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
+			expires = dl
+		}
+		// Post first, then store: the buttons carry the id, and a click that
+		// beats the store is told to try again.
+		_, ts, err := b.api.PostMessageContext(ctx, k.Channel,
+			slack.MsgOptionTS(k.ThreadTS),
+			slack.MsgOptionText(p.fallback(), false),
+			slack.MsgOptionBlocks(p.pendingBlocks(id, expires)...),
+			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		if err != nil {
+			return agent.Deny, fmt.Errorf("posting the approval prompt: %w", err)
+		}
+		ap, err = cs.CreateApproval(ctx, session.Approval{
+			ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: a.requester,
+			Server: req.Hints.Server, Tool: req.Call.Name, ArgsDigest: argsDigest(json.RawMessage(req.Call.Arguments)),
+			CallID: req.Call.ID, Expires: expires, MessageTS: ts,
+		})
+		if err != nil {
+			log.Error("bot: storing the approval failed; denying", "err", err)
+			b.updatePrompt(ctx, k.Channel, ts, p.fallback(), p.closedBlocks("_This request could not be recorded, so the tool did not run._", nil))
+			return agent.Deny, fmt.Errorf("storing the approval: %w", err)
+		}
+		b.audit(ctx, k.Team, map[string]string{
+			"event": auditApprovalAsked, "channel": k.Channel, "thread": k.ThreadTS, "user": a.requester,
+			"server": req.Hints.Server, "tool": req.Call.Name, "args_digest": ap.ArgsDigest, "approval": ap.ID,
+		})
+	}
+
+	got, err := cs.WaitApproval(ctx, ap.ID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return agent.Deny, a.abandon(ctx, ap, p)
+		}
+		return agent.Deny, fmt.Errorf("waiting for the approval: %w", err)
+	}
+	switch got.State {
+	case session.ApprovalAllowOnce:
+		return agent.AllowOnce, nil
+	case session.ApprovalAllowSession:
+		return agent.AllowForSession, nil
+	case session.ApprovalDeny:
+		return agent.Deny, nil
+	case session.ApprovalExpired:
+		a.settle(ctx, got, p)
+		return agent.Deny, errApprovalExpired
+	}
+	a.settle(ctx, got, p)
+	return agent.Deny, errApprovalWithdrawn
+}
+
+// resume finds the pending approval of call id that an earlier holder of
+// this turn posted, so the person is not asked twice.
+func (a *threadApprover) resume(ctx context.Context, callID string) (session.Approval, bool) {
+	if callID == "" {
+		return session.Approval{}, false
+	}
+	pending, err := a.b.control().PendingApprovals(ctx, a.k)
+	if err != nil {
+		return session.Approval{}, false
+	}
+	for _, ap := range pending {
+		if ap.CallID == callID {
+			return ap, true
+		}
+	}
+	return session.Approval{}, false
+}
+
+// abandon handles the turn's context ending while the prompt is open. On
+// shutdown or a lost lease the approval stays pending: the next holder of
+// the thread resumes and waits on it. Otherwise (Stop, the agent's own
+// timeout) it is closed and the prompt updated.
+func (a *threadApprover) abandon(ctx context.Context, ap session.Approval, p prompt) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errShutdown) || errors.Is(cause, session.ErrLeaseLost) {
+		return ctx.Err()
+	}
+	state, by := session.ApprovalWithdrawn, ""
+	var stop stopCause
+	switch {
+	case errors.As(cause, &stop):
+		by = stop.user
+	case errors.Is(cause, context.DeadlineExceeded):
+		state = session.ApprovalExpired
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	got, _, err := a.b.control().Decide(dctx, ap.ID, state, by)
+	if err != nil {
+		a.b.log.Warn("bot: closing an abandoned approval failed", "approval", ap.ID, "err", err)
+		return ctx.Err()
+	}
+	a.settle(dctx, got, p)
+	return ctx.Err()
+}
+
+// settle updates the prompt for an approval this turn closed (expired or
+// withdrawn) and audits it; clicks update their own prompt.
+func (a *threadApprover) settle(ctx context.Context, got session.Approval, p prompt) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	a.b.updatePrompt(uctx, got.Channel, got.MessageTS, p.fallback(), p.closedBlocks(statusLine(got), nil))
+	a.b.audit(uctx, got.Team, map[string]string{
+		"event": auditDecision, "channel": got.Channel, "thread": got.ThreadTS, "user": got.Requester,
+		"by": got.DecidedBy, "server": got.Server, "tool": got.Tool, "args_digest": got.ArgsDigest,
+		"decision": got.State, "approval": got.ID,
+	})
+}
+
+// updatePrompt replaces the approval message (must-deliver: one retry).
+func (b *Bot) updatePrompt(ctx context.Context, channel, ts, fallback string, blocks []slack.Block) {
+	if ts == "" {
+		return
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		_, _, _, err := b.api.UpdateMessageContext(ctx, channel, ts,
+			slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...))
+		if err == nil {
+			return
+		}
+		var rl *slack.RateLimitedError
+		if !errors.As(err, &rl) || !sleepCtx(ctx, rl.RetryAfter) {
+			b.log.Warn("bot: updating the approval prompt failed", "channel", channel, "err", err)
+			return
+		}
+	}
+}
+
+// prompt is the content of one approval message.
+type prompt struct {
+	title     string // server/tool
+	requester string
+	risk      string
+	args      string // escaped, truncated pretty JSON
+	truncated bool
+}
+
+func newPrompt(req agent.ApprovalRequest, requester string) prompt {
+	h := req.Hints
+	title := req.Call.Name
+	if h.Server != "" && h.Tool != "" {
+		title = h.Server + "/" + h.Tool
+	}
+	args, truncated := shortArgs(json.RawMessage(req.Call.Arguments))
+	return prompt{title: title, requester: requester, risk: riskLine(h), args: args, truncated: truncated}
+}
+
+// riskLine summarizes a tool's hints for the person deciding.
+func riskLine(h agent.Hints) string {
+	var parts []string
+	if h.ReadOnly {
+		parts = append(parts, "read-only")
+	} else {
+		parts = append(parts, "may change data")
+	}
+	if h.Destructive {
+		parts = append(parts, ":warning: destructive")
+	}
+	if h.OpenWorld {
+		parts = append(parts, "open-world (reaches outside systems)")
+	}
+	if !h.Trusted {
+		parts = append(parts, "unverified server (these hints come from the server itself)")
+	}
+	return "Risk: " + strings.Join(parts, " · ")
+}
+
+func (p prompt) fallback() string {
+	return "Approval needed to run " + EscapeText(p.title)
+}
+
+func (p prompt) baseBlocks() []slack.Block {
+	head := fmt.Sprintf(":lock: *Approval needed* to run `%s`", inlineCode(p.title))
+	if p.requester != "" {
+		head += fmt.Sprintf(" for <@%s>", p.requester)
+	}
+	return []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead)),
+		slack.NewContextBlock(blockApprovalRisk, slack.NewTextBlockObject(slack.MarkdownType, EscapeText(p.risk), false, false)),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```\n"+p.args+"\n```", false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalArgs)),
+	}
+}
+
+// pendingBlocks is the prompt with its buttons.
+func (p prompt) pendingBlocks(id string, expires time.Time) []slack.Block {
+	once := slack.NewButtonBlockElement(actionAllowOnce, id, slack.NewTextBlockObject(slack.PlainTextType, labelAllowOnce, false, false)).WithStyle(slack.StylePrimary)
+	thread := slack.NewButtonBlockElement(actionAllowThread, id, slack.NewTextBlockObject(slack.PlainTextType, labelAllowThread, false, false))
+	deny := slack.NewButtonBlockElement(actionDeny, id, slack.NewTextBlockObject(slack.PlainTextType, labelDeny, false, false)).WithStyle(slack.StyleDanger)
+	elems := []slack.BlockElement{once, thread, deny}
+	if p.truncated {
+		elems = append(elems, slack.NewButtonBlockElement(actionViewArgs, id, slack.NewTextBlockObject(slack.PlainTextType, labelViewArgs, false, false)))
+	}
+	who := "The person who asked or a workspace admin can decide."
+	if p.requester != "" {
+		who = fmt.Sprintf("<@%s> or a workspace admin can decide.", p.requester)
+	}
+	status := fmt.Sprintf("%s Without an answer by %s it is denied.", who, slackDate(expires))
+	return append(p.baseBlocks(),
+		slack.NewActionBlock(blockApprovalActions, elems...),
+		slack.NewContextBlock(blockApprovalStatus, slack.NewTextBlockObject(slack.MarkdownType, status, false, false)))
+}
+
+// closedBlocks is the prompt after a decision: the status line, and only
+// the given buttons (Revoke for a thread-wide grant, View full arguments).
+func (p prompt) closedBlocks(status string, buttons []slack.BlockElement) []slack.Block {
+	return closeBlocks(p.baseBlocks(), status, buttons)
+}
+
+// closeBlocks keeps the head, risk and arguments of base and appends the
+// status and buttons.
+func closeBlocks(base []slack.Block, status string, buttons []slack.BlockElement) []slack.Block {
+	var out []slack.Block
+	for _, bl := range base {
+		switch bl.ID() {
+		case blockApprovalHead, blockApprovalRisk, blockApprovalArgs:
+			out = append(out, bl)
+		}
+	}
+	out = append(out, slack.NewContextBlock(blockApprovalStatus, slack.NewTextBlockObject(slack.MarkdownType, status, false, false)))
+	if len(buttons) > 0 {
+		out = append(out, slack.NewActionBlock(blockApprovalActions, buttons...))
+	}
+	return out
+}
+
+// statusLine says what was decided, by whom and when.
+func statusLine(a session.Approval) string {
+	when := slackDate(a.DecidedAt)
+	by := ""
+	if a.DecidedBy != "" {
+		by = fmt.Sprintf(" by <@%s>", a.DecidedBy)
+	}
+	switch a.State {
+	case session.ApprovalAllowOnce:
+		return fmt.Sprintf(":white_check_mark: Allowed once%s at %s.", by, when)
+	case session.ApprovalAllowSession:
+		return fmt.Sprintf(":white_check_mark: Always allowed in this thread%s at %s.", by, when)
+	case session.ApprovalDeny:
+		return fmt.Sprintf(":no_entry_sign: Denied%s at %s.", by, when)
+	case session.ApprovalExpired:
+		return fmt.Sprintf(":hourglass: Nobody answered in time; denied at %s.", when)
+	case session.ApprovalWithdrawn:
+		if by != "" {
+			return fmt.Sprintf(":black_square_for_stop: Withdrawn: the answer was stopped%s at %s.", by, when)
+		}
+		return fmt.Sprintf(":black_square_for_stop: Withdrawn: the answer was stopped at %s.", when)
+	}
+	return "Pending."
+}
+
+// slackDate renders t in each reader's time zone, with a UTC fallback.
+func slackDate(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+// inlineCode makes s safe inside `…`: escaped, without backticks.
+func inlineCode(s string) string {
+	return EscapeText(strings.ReplaceAll(s, "`", "'"))
+}
+
+// shortArgs renders arguments as pretty JSON with long strings cut, escaped
+// for mrkdwn so mentions stay inert, within one section; truncated reports
+// whether anything was left out.
+func shortArgs(raw json.RawMessage) (string, bool) {
+	v, err := decodeArgs(raw)
+	if err != nil {
+		s := EscapeText(fenceSafe(string(raw)))
+		if len(s) > argBlockLimit {
+			return truncate(s, argBlockLimit), true
+		}
+		return s, false
+	}
+	cut := false
+	v = shortenValues(v, &cut)
+	s := EscapeText(fenceSafe(prettyJSON(v)))
+	if len(s) > argBlockLimit {
+		s, cut = truncate(s, argBlockLimit), true
+	}
+	return s, cut
+}
+
+// fullArgs is the whole argument text, escaped, for the modal.
+func fullArgs(raw json.RawMessage) string {
+	v, err := decodeArgs(raw)
+	if err != nil {
+		return EscapeText(fenceSafe(string(raw)))
+	}
+	return EscapeText(fenceSafe(prettyJSON(v)))
+}
+
+func decodeArgs(raw json.RawMessage) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{}, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func shortenValues(v any, cut *bool) any {
+	switch x := v.(type) {
+	case string:
+		if utf8.RuneCountInString(x) > argValueLimit {
+			*cut = true
+			r := []rune(x)
+			return string(r[:argValueLimit]) + fmt.Sprintf("… (%d more characters)", len(r)-argValueLimit)
+		}
+	case []any:
+		for i := range x {
+			x[i] = shortenValues(x[i], cut)
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = shortenValues(x[k], cut)
+		}
+	}
+	return v
+}
+
+func prettyJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimRight(buf.String(), "\n")
+}
+
+// fenceSafe keeps a code block from being closed early by ``` inside it.
+func fenceSafe(s string) string {
+	return strings.ReplaceAll(s, "```", "`\u200b`\u200b`")
+}
+
+// approvalAction handles a click on an approval button.
+func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, act *slack.BlockAction) {
+	cs := b.control()
+	if cs == nil {
+		return
+	}
+	id := act.Value
+	user := cb.User.ID
+	ap, err := cs.GetApproval(ctx, id)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		b.tell(ctx, cb, "", "I don't know this request any more (it is too old or still being set up). If it was just posted, try again in a second.")
+		return
+	case err != nil:
+		b.log.Warn("bot: reading an approval failed", "err", err)
+		b.tell(ctx, cb, "", "I couldn't read this request just now. Please try again in a moment.")
+		return
+	}
+	if cb.Team.ID != "" && cb.Team.ID != ap.Team {
+		b.log.Warn("bot: approval click from another workspace ignored", "team", cb.Team.ID, "approval_team", ap.Team)
+		return
+	}
+	if act.ActionID == actionViewArgs {
+		b.showArgs(ctx, cb, ap)
+		return
+	}
+	log := b.log.With(threadAttrs(ap.Team, ap.Channel, ap.ThreadTS)...)
+	if ok, why := b.mayDecide(ctx, ap.Team, user, cb.User.TeamID, ap.Requester); !ok {
+		b.tell(ctx, cb, ap.ThreadTS, why)
+		b.audit(ctx, ap.Team, map[string]string{
+			"event": auditRefused, "channel": ap.Channel, "thread": ap.ThreadTS, "user": ap.Requester, "by": user,
+			"tool": ap.Tool, "server": ap.Server, "approval": ap.ID, "outcome": act.ActionID,
+		})
+		return
+	}
+	base := cb.Message.Blocks.BlockSet
+	ts := cmpOr(ap.MessageTS, cb.Container.MessageTs)
+	fallback := "Approval for " + EscapeText(cmpOr(ap.Server+"/", "")+ap.Tool)
+	if len(base) == 0 {
+		base = []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType,
+			fmt.Sprintf(":lock: Approval for `%s`", inlineCode(ap.Tool)), false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead))}
+	}
+
+	if act.ActionID == actionRevoke {
+		if ap.State != session.ApprovalAllowSession {
+			b.tell(ctx, cb, ap.ThreadTS, "There is no thread-wide permission to revoke here.")
+			return
+		}
+		if err := cs.RevokeGrant(ctx, ap.Thread(), ap.Tool); err != nil {
+			log.Warn("bot: revoking a grant failed", "err", err)
+			b.tell(ctx, cb, ap.ThreadTS, "I couldn't revoke the permission just now. Please try again.")
+			return
+		}
+		b.audit(ctx, ap.Team, map[string]string{
+			"event": auditRevoke, "channel": ap.Channel, "thread": ap.ThreadTS, "user": ap.Requester, "by": user,
+			"tool": ap.Tool, "server": ap.Server, "approval": ap.ID,
+		})
+		status := statusLine(ap) + fmt.Sprintf(" Revoked by <@%s> at %s: I'll ask again next time.", user, slackDate(time.Now()))
+		b.updatePrompt(ctx, ap.Channel, ts, fallback, closeBlocks(base, status, nil))
+		return
+	}
+
+	var state string
+	switch act.ActionID {
+	case actionAllowOnce:
+		state = session.ApprovalAllowOnce
+	case actionAllowThread:
+		state = session.ApprovalAllowSession
+	default:
+		state = session.ApprovalDeny
+	}
+	// Grant before deciding: the waiting turn may end, and the next one
+	// start, right after the decision; a lost race takes the grant back.
+	if state == session.ApprovalAllowSession && !ap.Decided() {
+		if err := cs.Grant(ctx, ap.Thread(), ap.Tool); err != nil {
+			log.Warn("bot: storing the thread grant failed", "err", err)
+			b.tell(ctx, cb, ap.ThreadTS, "I couldn't record your answer just now. Please try again.")
+			return
+		}
+	}
+	got, won, err := cs.Decide(ctx, ap.ID, state, user)
+	if err != nil {
+		log.Warn("bot: recording a decision failed", "err", err)
+		b.tell(ctx, cb, ap.ThreadTS, "I couldn't record your answer just now. Please try again.")
+		return
+	}
+	if !won {
+		if state == session.ApprovalAllowSession && got.State != session.ApprovalAllowSession {
+			if err := cs.RevokeGrant(ctx, ap.Thread(), ap.Tool); err != nil {
+				log.Warn("bot: taking back a grant failed", "err", err)
+			}
+		}
+		if got.DecidedBy != user {
+			b.tell(ctx, cb, ap.ThreadTS, "This request was already answered: "+stripEmoji(statusLine(got)))
+		}
+		return
+	}
+	b.audit(ctx, ap.Team, map[string]string{
+		"event": auditDecision, "channel": ap.Channel, "thread": ap.ThreadTS, "user": ap.Requester, "by": user,
+		"server": ap.Server, "tool": ap.Tool, "args_digest": ap.ArgsDigest, "decision": got.State, "approval": ap.ID,
+	})
+	var buttons []slack.BlockElement
+	if got.State == session.ApprovalAllowSession {
+		buttons = append(buttons, slack.NewButtonBlockElement(actionRevoke, ap.ID,
+			slack.NewTextBlockObject(slack.PlainTextType, labelRevoke, false, false)))
+	}
+	b.updatePrompt(ctx, ap.Channel, ts, fallback, closeBlocks(base, statusLine(got), buttons))
+}
+
+// stripEmoji drops the leading :emoji: of a status line.
+func stripEmoji(s string) string {
+	if strings.HasPrefix(s, ":") {
+		if i := strings.Index(s[1:], ": "); i >= 0 {
+			return s[i+3:]
+		}
+	}
+	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// tell answers the person who clicked, visible only to them.
+func (b *Bot) tell(ctx context.Context, cb slack.InteractionCallback, threadTS, text string) {
+	channel := cmpOr(cb.Channel.ID, cb.Container.ChannelID)
+	if channel == "" || cb.User.ID == "" {
+		return
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if threadTS = cmpOr(threadTS, cb.Container.ThreadTs); threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	if _, err := b.api.PostEphemeralContext(ctx, channel, cb.User.ID, opts...); err != nil {
+		b.log.Debug("bot: ephemeral answer failed", "err", err)
+	}
+}
+
+// showArgs opens a modal with a call's full arguments, read from the
+// thread's transcript (the approval record holds only their digest).
+func (b *Bot) showArgs(ctx context.Context, cb slack.InteractionCallback, ap session.Approval) {
+	if r, why := b.roleOf(ctx, ap.Team, cb.User.ID, cb.User.TeamID); r == roleNone && why != "guest" {
+		b.tell(ctx, cb, ap.ThreadTS, "You can't see the arguments of this request.")
+		return
+	}
+	_, history, err := b.store.Load(ctx, ap.Thread())
+	if err != nil {
+		b.tell(ctx, cb, ap.ThreadTS, "I couldn't load the arguments just now. Please try again.")
+		return
+	}
+	var args json.RawMessage
+	found := false
+	for i := len(history) - 1; i >= 0 && !found; i-- {
+		for _, c := range history[i].ToolCalls {
+			if c.ID == ap.CallID {
+				args, found = json.RawMessage(c.Arguments), true
+				break
+			}
+		}
+	}
+	if !found {
+		b.tell(ctx, cb, ap.ThreadTS, "I couldn't find the arguments of this request any more.")
+		return
+	}
+	if _, err := b.api.OpenViewContext(ctx, cb.TriggerID, argsModal(ap.Tool, args)); err != nil {
+		b.log.Warn("bot: opening the arguments modal failed", "err", err)
+	}
+}
+
+// argsModal shows the full arguments in code sections.
+func argsModal(tool string, args json.RawMessage) slack.ModalViewRequest {
+	text := fullArgs(args)
+	var blocks []slack.Block
+	blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "Arguments of `"+inlineCode(tool)+"`", false, false)))
+	for len(text) > 0 && len(blocks) <= argsModalParts {
+		part := text
+		if len(part) > argsModalLimit {
+			part = truncateAt(text, argsModalLimit)
+		}
+		text = text[len(part):]
+		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```\n"+part+"\n```", false, false), nil, nil))
+	}
+	if len(text) > 0 {
+		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("… %d more bytes not shown.", len(text)), false, false)))
+	}
+	return slack.ModalViewRequest{
+		Type:   slack.VTModal,
+		Title:  slack.NewTextBlockObject(slack.PlainTextType, "Tool arguments", false, false),
+		Close:  slack.NewTextBlockObject(slack.PlainTextType, "Close", false, false),
+		Blocks: slack.Blocks{BlockSet: blocks},
+	}
+}
+
+// truncateAt returns the longest prefix of s of at most n bytes that ends
+// at a line break when there is one, never inside a rune or an entity.
+func truncateAt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexByte(s[:cut], '\n'); i > 0 {
+		return s[:i+1]
+	}
+	if i := strings.LastIndexByte(s[:cut], '&'); i >= 0 && !strings.Contains(s[i:cut], ";") {
+		cut = i
+	}
+	return s[:cut]
+}
+
+// approvalClicks extracts the approval-button actions of a block_actions
+// callback, with an approval id that can be one (session ids are hex).
+func approvalClicks(cb slack.InteractionCallback) []*slack.BlockAction {
+	if cb.Type != slack.InteractionTypeBlockActions {
+		return nil
+	}
+	var out []*slack.BlockAction
+	for _, a := range cb.ActionCallback.BlockActions {
+		if a == nil {
+			continue
+		}
+		switch a.ActionID {
+		case actionAllowOnce, actionAllowThread, actionDeny, actionRevoke, actionViewArgs:
+		default:
+			continue
+		}
+		if validApprovalID(a.Value) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func validApprovalID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// handleControl handles approval buttons and the add-server form. handled
+// is false for callbacks that are not ours.
+func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (ack any, handled bool) {
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		clicks := approvalClicks(cb)
+		for _, a := range clicks {
+			b.approvalAction(ctx, cb, a)
+		}
+		return nil, len(clicks) > 0
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID == callbackMCPAdd {
+			return b.addSubmitted(ctx, cb), true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,170 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// controlStore is what approvals, the audit log and the admin commands need
+// of the session store. *session.Store implements it; when Options.Store
+// does not, tool calls that need approval are denied and the admin
+// commands say they are unavailable.
+type controlStore interface {
+	CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error)
+	GetApproval(ctx context.Context, id string) (session.Approval, error)
+	Decide(ctx context.Context, id, state, by string) (session.Approval, bool, error)
+	WaitApproval(ctx context.Context, id string) (session.Approval, error)
+	PendingApprovals(ctx context.Context, k session.ThreadKey) ([]session.Approval, error)
+	Grant(ctx context.Context, k session.ThreadKey, tool string) error
+	RevokeGrant(ctx context.Context, k session.ThreadKey, tool string) error
+	Audit(ctx context.Context, team string, fields map[string]string) error
+	RecentAudit(ctx context.Context, team string, n int) ([]session.AuditEntry, error)
+	PutRegistration(ctx context.Context, team string, r session.Registration) error
+	Registration(ctx context.Context, team, name string) (session.Registration, error)
+	DeleteRegistration(ctx context.Context, team, name string) error
+}
+
+func (b *Bot) control() controlStore {
+	cs, _ := b.store.(controlStore)
+	return cs
+}
+
+// Audit events.
+const (
+	auditApprovalAsked = "approval_requested"
+	auditDecision      = "approval_decided"
+	auditRefused       = "approval_refused"
+	auditRevoke        = "grant_revoked"
+	auditToolCall      = "tool_call"
+	auditMCPAdd        = "mcp_add"
+	auditMCPRemove     = "mcp_remove"
+	auditMCPApprove    = "mcp_approve"
+	auditAdminRefused  = "admin_refused"
+)
+
+// audit writes one audit record: a structured log line and an entry in the
+// workspace's bounded audit stream in Redis. Fields must never hold
+// secrets or tool arguments (only their digest). It does not fail the
+// caller: a lost audit entry is logged.
+func (b *Bot) audit(ctx context.Context, team string, fields map[string]string) {
+	fields["team"] = team
+	attrs := make([]any, 0, len(fields))
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		attrs = append(attrs, slog.String(k, fields[k]))
+	}
+	b.log.Info("bot: audit", attrs...)
+	cs := b.control()
+	if cs == nil || team == "" {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if err := cs.Audit(actx, team, fields); err != nil {
+		b.log.Warn("bot: audit entry not stored", "team", team, "event", fields["event"], "err", err)
+	}
+}
+
+// argsDigest is a short digest of a call's arguments (compacted JSON), so
+// the audit can tell calls apart without holding their content.
+func argsDigest(args json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, args) != nil {
+		buf.Reset()
+		buf.Write(args)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return "sha256:" + hex.EncodeToString(sum[:12])
+}
+
+// auditTools wraps the turn's tools so that every call that runs is
+// audited with its outcome and duration.
+func (b *Bot) auditTools(k session.ThreadKey, requester string, tools []agent.Tool) []agent.Tool {
+	out := make([]agent.Tool, len(tools))
+	for i, t := range tools {
+		at := auditedTool{Tool: t, b: b, k: k, requester: requester}
+		if ht, ok := t.(agent.HintedTool); ok {
+			out[i] = auditedHintedTool{auditedTool: at, h: ht}
+		} else {
+			out[i] = at
+		}
+	}
+	return out
+}
+
+type auditedTool struct {
+	agent.Tool
+	b         *Bot
+	k         session.ThreadKey
+	requester string
+}
+
+func (t auditedTool) Call(ctx context.Context, input json.RawMessage) (string, error) {
+	start := time.Now()
+	out, err := t.Tool.Call(ctx, input)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	f := map[string]string{
+		"event": auditToolCall, "channel": t.k.Channel, "thread": t.k.ThreadTS, "user": t.requester,
+		"tool": t.Spec().Name, "args_digest": argsDigest(input), "outcome": outcome,
+		"duration_ms": strconv.FormatInt(time.Since(start).Milliseconds(), 10),
+	}
+	if ht, ok := t.Tool.(agent.HintedTool); ok {
+		f["server"] = ht.Hints().Server
+	}
+	t.b.audit(ctx, t.k.Team, f)
+	return out, err
+}
+
+type auditedHintedTool struct {
+	auditedTool
+	h agent.HintedTool
+}
+
+func (t auditedHintedTool) Hints() agent.Hints { return t.h.Hints() }
+
+// auditLimit is how many entries /bobbin audit shows.
+const auditLimit = 25
+
+// formatAudit renders audit entries, newest first, for an admin.
+func formatAudit(entries []session.AuditEntry) string {
+	if len(entries) == 0 {
+		return "The audit log of this workspace is empty."
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "*Latest %d audit entries* (newest first)\n", len(entries))
+	for _, e := range entries {
+		f := e.Fields
+		s.WriteString("• ")
+		s.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05Z"))
+		s.WriteString(" `" + EscapeText(f["event"]) + "`")
+		for _, k := range []string{"user", "by", "server", "tool", "outcome", "decision", "duration_ms", "channel", "thread", "url", "args_digest"} {
+			v := f[k]
+			if v == "" {
+				continue
+			}
+			switch k {
+			case "user", "by":
+				fmt.Fprintf(&s, " %s <@%s>", k, EscapeText(v))
+			default:
+				fmt.Fprintf(&s, " %s=%s", k, EscapeText(clip(v, 120)))
+			}
+		}
+		s.WriteByte('\n')
+	}
+	return s.String()
+}

@@ -1,0 +1,547 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/agent"
+)
+
+// MCPAdmin is what the admin commands need of the MCP manager. The bot does
+// not import mcp: cmd/bot adapts *mcp.Manager to it.
+type MCPAdmin interface {
+	// Status lists the servers mounted in the workspace.
+	Status(ctx context.Context, team string) []ServerStatus
+	// ServerTools lists one server's tools, disabled ones included;
+	// ErrUnknownServer when the workspace has no such server.
+	ServerTools(ctx context.Context, team, server string) ([]ToolInfo, error)
+	// Probe connects to a server an admin wants to register and lists its
+	// tools without keeping anything.
+	Probe(ctx context.Context, name, url string, headers map[string]string) ([]ToolInfo, error)
+	// Approve pins the server's current tool definitions and re-enables
+	// tools disabled by a change.
+	Approve(ctx context.Context, team, server string) ([]ToolInfo, error)
+	// Invalidate makes the next use re-read the workspace's registrations.
+	Invalidate(team string)
+	// ValidateURL checks a URL an admin wants to register (scheme, no
+	// command or path look-alikes, no blocked address literal).
+	ValidateURL(raw string) error
+}
+
+// ErrUnknownServer is returned by MCPAdmin for a server name the workspace
+// does not have.
+var ErrUnknownServer = errors.New("no such MCP server in this workspace")
+
+// ServerStatus is one server of /bobbin mcp list.
+type ServerStatus struct {
+	Name string
+	// Source is "config" (the operator's file) or "registered" (Slack).
+	Source    string
+	URL       string
+	Transport string
+	// State is "connected", "idle" or "failed" (Error says why).
+	State   string
+	Error   string
+	Tools   int
+	Trusted bool
+	// Disabled are tools whose definition changed, waiting for an admin.
+	Disabled []string
+	// Flagged are tools the poisoning scanner flagged.
+	Flagged []string
+}
+
+// ToolInfo is one tool of a server.
+type ToolInfo struct {
+	// Name is the tool's name on its server; Exposed the name the model
+	// sees ("" from Probe).
+	Name, Exposed, Title, Description string
+	InputSchema                       json.RawMessage
+	Hints                             agent.Hints
+	Disabled                          bool
+	DisabledReason                    string
+	Flags                             []string
+}
+
+// Slash command operations.
+const (
+	opHelp     = "help"
+	opAudit    = "audit"
+	opList     = "mcp list"
+	opTools    = "mcp tools"
+	opAdd      = "mcp add"
+	opAddModal = "mcp add (modal)"
+	opRemove   = "mcp remove"
+	opApprove  = "mcp approve"
+)
+
+// command is a parsed /bobbin invocation.
+type command struct {
+	Op      string
+	Name    string
+	URL     string
+	Headers []header
+}
+
+// header is a secret HTTP header for a registered server.
+type header struct{ Name, Value string }
+
+// Limits of a registration's headers.
+const (
+	maxHeaders     = 10
+	maxHeaderValue = 4096
+)
+
+// usageError is a mistake in a command, worded for the person who typed it.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+var (
+	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	headerNameRE = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~-]{1,64}$`)
+)
+
+// reservedHeaders are set by the transport; a registration may not override
+// them.
+var reservedHeaders = map[string]bool{
+	"host": true, "content-length": true, "content-type": true, "transfer-encoding": true,
+	"connection": true, "upgrade": true, "te": true, "trailer": true, "keep-alive": true,
+	"accept": true, "mcp-session-id": true, "mcp-protocol-version": true, "last-event-id": true,
+	"proxy-authorization": true, "proxy-connection": true, "expect": true, "cookie2": true,
+}
+
+const helpText = "*Bobbin commands*\n" +
+	"• `/bobbin help`: this list\n" +
+	"• `/bobbin mcp list`: the MCP servers of this workspace, their state and tools\n" +
+	"• `/bobbin mcp tools <name>`: a server's tools with what they may do\n" +
+	"• `/bobbin mcp add`: register an HTTPS MCP server in a form (secrets stay hidden) _(admins)_\n" +
+	"• `/bobbin mcp add <name> <https-url> [Header: value …]`: the same in one line _(admins)_\n" +
+	"• `/bobbin mcp remove <name>`: unregister a server _(admins)_\n" +
+	"• `/bobbin mcp approve <name>`: re-enable tools whose definition changed _(admins)_\n" +
+	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
+	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread."
+
+// parseCommand parses the text of /bobbin. It never does I/O; an error is a
+// usageError meant for the person.
+func parseCommand(text string) (command, error) {
+	toks, err := tokenize(text)
+	if err != nil {
+		return command{}, err
+	}
+	if len(toks) == 0 {
+		return command{Op: opHelp}, nil
+	}
+	verb := strings.ToLower(toks[0])
+	switch verb {
+	case "help", "-h", "--help", "?":
+		return command{Op: opHelp}, nil
+	case "audit":
+		if len(toks) > 1 {
+			return command{}, usageError("`/bobbin audit` takes no arguments.")
+		}
+		return command{Op: opAudit}, nil
+	case "mcp":
+	default:
+		return command{}, usageError(fmt.Sprintf("I don't know the command %q.", clip(toks[0], 40)))
+	}
+	if len(toks) < 2 {
+		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>` or `approve <name>`.")
+	}
+	sub, args := strings.ToLower(toks[1]), toks[2:]
+	named := func(op string) (command, error) {
+		if len(args) != 1 {
+			return command{}, usageError(fmt.Sprintf("Usage: `/bobbin %s <name>`.", op))
+		}
+		if err := checkServerName(args[0]); err != nil {
+			return command{}, err
+		}
+		return command{Op: op, Name: args[0]}, nil
+	}
+	switch sub {
+	case "list", "ls":
+		if len(args) > 0 {
+			return command{}, usageError("`/bobbin mcp list` takes no arguments.")
+		}
+		return command{Op: opList}, nil
+	case "tools":
+		return named(opTools)
+	case "remove", "rm", "delete":
+		return named(opRemove)
+	case "approve":
+		return named(opApprove)
+	case "add":
+		return parseAdd(args)
+	}
+	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove` or `approve`.", clip(toks[1], 40)))
+}
+
+// parseAdd parses `mcp add [<name> <url> [Header: value …]]`.
+func parseAdd(args []string) (command, error) {
+	if len(args) == 0 {
+		return command{Op: opAddModal}, nil
+	}
+	if len(args) < 2 {
+		return command{}, usageError("Usage: `/bobbin mcp add <name> <https-url> [Header: value …]`, or `/bobbin mcp add` alone for a form.")
+	}
+	if err := checkServerName(args[0]); err != nil {
+		return command{}, err
+	}
+	u, err := checkURLShape(args[1])
+	if err != nil {
+		return command{}, err
+	}
+	hs, err := parseHeaderTokens(args[2:])
+	if err != nil {
+		return command{}, err
+	}
+	return command{Op: opAdd, Name: args[0], URL: u, Headers: hs}, nil
+}
+
+func checkServerName(name string) error {
+	if !serverNameRE.MatchString(name) {
+		return usageError(fmt.Sprintf("%q is not a server name: use 1 to 32 letters, digits, '-' or '_'.", clip(name, 40)))
+	}
+	return nil
+}
+
+// errNotHTTP refuses anything that is not an http(s) URL: commands, file
+// paths and stdio servers come only from the operator's configuration.
+var errNotHTTP = usageError("Only HTTPS URLs of MCP servers can be registered from Slack (for example `https://mcp.example.com/mcp`). " +
+	"Commands, file paths and stdio servers can only be set up by the bot's operator in its configuration file.")
+
+// checkURLShape takes the URL argument (Slack may wrap it as <url> or
+// <url|label> and escapes &, < and >) and refuses what is not http(s).
+// The full check (MCPAdmin.ValidateURL) comes later.
+func checkURLShape(tok string) (string, error) {
+	u := tok
+	if strings.HasPrefix(u, "<") && strings.HasSuffix(u, ">") {
+		u = u[1 : len(u)-1]
+		if i := strings.IndexByte(u, '|'); i >= 0 {
+			u = u[:i]
+		}
+	}
+	u = unescapeEntities(u)
+	lower := strings.ToLower(u)
+	if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
+		return "", errNotHTTP
+	}
+	return u, nil
+}
+
+// unescapeEntities undoes Slack's escaping of &, < and >.
+func unescapeEntities(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+// parseHeaderTokens reads `Name: value` pairs. A header starts at a token
+// "Name:" (or "Name:value"); the value runs to the next such token once it
+// is not empty. Quote a value that must contain such a token.
+func parseHeaderTokens(toks []string) ([]header, error) {
+	var hs []header
+	for _, t := range toks {
+		t = unescapeEntities(t)
+		name, rest, isHeader := strings.Cut(t, ":")
+		startsNew := isHeader && headerNameRE.MatchString(name) &&
+			(len(hs) == 0 || hs[len(hs)-1].Value != "")
+		switch {
+		case startsNew:
+			hs = append(hs, header{Name: name, Value: rest})
+		case len(hs) == 0:
+			// Not echoed: it may be a secret typed in the wrong place.
+			return nil, usageError("After the URL I expected headers like `Authorization: Bearer …`.")
+		default:
+			h := &hs[len(hs)-1]
+			if h.Value != "" {
+				h.Value += " "
+			}
+			h.Value += t
+		}
+	}
+	return checkHeaders(hs)
+}
+
+// parseHeaderLines reads the modal's headers field: one `Name: value` per
+// line.
+func parseHeaderLines(text string) ([]header, error) {
+	var hs []header
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || !headerNameRE.MatchString(strings.TrimSpace(name)) {
+			return nil, usageError("Write one header per line, like `Authorization: Bearer …`.")
+		}
+		hs = append(hs, header{Name: strings.TrimSpace(name), Value: value})
+	}
+	return checkHeaders(hs)
+}
+
+func checkHeaders(hs []header) ([]header, error) {
+	if len(hs) > maxHeaders {
+		return nil, usageError(fmt.Sprintf("At most %d headers, please.", maxHeaders))
+	}
+	seen := map[string]bool{}
+	for i := range hs {
+		h := &hs[i]
+		h.Value = strings.TrimSpace(h.Value)
+		lower := strings.ToLower(h.Name)
+		switch {
+		case reservedHeaders[lower] || strings.HasPrefix(lower, "proxy-") || strings.HasPrefix(lower, "sec-"):
+			return nil, usageError(fmt.Sprintf("The header %s is set by the bot itself and can't be configured.", h.Name))
+		case seen[lower]:
+			return nil, usageError(fmt.Sprintf("The header %s is given twice.", h.Name))
+		case h.Value == "":
+			return nil, usageError(fmt.Sprintf("The header %s has no value.", h.Name))
+		case len(h.Value) > maxHeaderValue:
+			return nil, usageError(fmt.Sprintf("The value of %s is too long (at most %d bytes).", h.Name, maxHeaderValue))
+		case strings.ContainsFunc(h.Value, func(r rune) bool { return unicode.IsControl(r) }):
+			return nil, usageError(fmt.Sprintf("The value of %s contains control characters.", h.Name))
+		}
+		seen[lower] = true
+	}
+	return hs, nil
+}
+
+// tokenize splits on white space, keeping "quoted strings" (straight or
+// curly quotes, which Slack clients like to produce) together.
+func tokenize(s string) ([]string, error) {
+	var toks []string
+	var cur strings.Builder
+	inTok, quote := false, rune(0)
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote || (quote == '“' && r == '”') {
+				quote = 0
+				continue
+			}
+			cur.WriteRune(r)
+		case r == '"' || r == '“':
+			quote, inTok = r, true
+		case unicode.IsSpace(r):
+			if inTok {
+				toks = append(toks, cur.String())
+				cur.Reset()
+				inTok = false
+			}
+		default:
+			cur.WriteRune(r)
+			inTok = true
+		}
+	}
+	if quote != 0 {
+		return nil, usageError("A quote is not closed.")
+	}
+	if inTok {
+		toks = append(toks, cur.String())
+	}
+	return toks, nil
+}
+
+// clip shortens s to n runes for echoing a mistake back.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// jobTimeout bounds a slash command answered later (a probe, a listing
+// that connects to servers).
+const jobTimeout = 45 * time.Second
+
+// ackLimit keeps an ack payload well below the 20 KiB slack-go refuses.
+const ackLimit = 12 << 10
+
+// replyChunk is the most text of one ephemeral answer sent later.
+const replyChunk = 3500
+
+// replyTarget is where a slash command's answer goes: its response_url,
+// else an ephemeral message in its channel.
+type replyTarget struct {
+	ResponseURL string `json:"response_url,omitempty"`
+	Channel     string `json:"channel,omitempty"`
+	User        string `json:"user,omitempty"`
+}
+
+func ephemeralAck(text string) any {
+	return map[string]any{"response_type": "ephemeral", "text": text}
+}
+
+// runSlash handles /bobbin and returns the ack payload.
+func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
+	cmd, err := parseCommand(sc.Text)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ephemeralAck(EscapeText(ue.Error()) + " See `/bobbin help`.")
+	}
+	if err != nil || cmd.Op == opHelp {
+		return ephemeralAck(EscapeText(helpText))
+	}
+	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID}
+	team, user := sc.TeamID, sc.UserID
+	cs := b.control()
+	if cs == nil {
+		return ephemeralAck("This command is not available: the bot runs without its shared state.")
+	}
+	r, why := b.roleOf(ctx, team, user, "")
+	switch cmd.Op {
+	case opList, opTools:
+		if r == roleNone && why != "guest" {
+			return ephemeralAck(noRightsText(why))
+		}
+	default:
+		if r != roleAdmin {
+			b.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": cmd.Op, "server": cmd.Name})
+			if why == "lookup failed" {
+				return ephemeralAck(noRightsText(why))
+			}
+			return ephemeralAck("Only workspace admins can use `/bobbin " + cmd.Op + "`. Ask an admin of this workspace to do it.")
+		}
+	}
+	if cmd.Op == opAudit {
+		entries, err := cs.RecentAudit(ctx, team, auditLimit)
+		if err != nil {
+			b.log.Warn("bot: reading the audit log failed", "team", team, "err", err)
+			return ephemeralAck("I couldn't read the audit log just now. Please try again in a moment.")
+		}
+		return b.answer(ctx, to, formatAudit(entries))
+	}
+	if b.opts.MCP == nil {
+		return ephemeralAck("MCP servers are not enabled on this bot.")
+	}
+	switch cmd.Op {
+	case opList:
+		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpList(ctx, team) })
+	case opTools:
+		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpTools(ctx, team, cmd.Name) })
+	case opApprove:
+		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpApprove(ctx, team, user, cmd.Name) })
+	case opRemove:
+		return ephemeralAck(b.mcpRemove(ctx, team, user, cmd.Name))
+	case opAddModal:
+		return b.openAddModal(ctx, sc, to)
+	case opAdd:
+		if err := b.opts.MCP.ValidateURL(cmd.URL); err != nil {
+			return ephemeralAck(EscapeText("That URL can't be registered: "+err.Error()+".") + " Use an `https://` URL of an MCP server.")
+		}
+		hs := headerMap(cmd.Headers)
+		return b.later(ctx, to, fmt.Sprintf("Connecting to `%s` to list its tools…", cmd.Name), func(ctx context.Context) string {
+			return b.mcpAdd(ctx, team, user, cmd.Name, cmd.URL, hs)
+		})
+	}
+	return ephemeralAck(EscapeText(helpText))
+}
+
+func noRightsText(why string) string {
+	if why == "lookup failed" {
+		return "I couldn't check your account just now. Please try again in a moment."
+	}
+	return "Sorry, this command is not available to you (" + why + ")."
+}
+
+func headerMap(hs []header) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(hs))
+	for _, h := range hs {
+		m[h.Name] = h.Value
+	}
+	return m
+}
+
+// answer acks with text when it fits, else sends it later in parts.
+func (b *Bot) answer(ctx context.Context, to replyTarget, text string) any {
+	if len(text) <= ackLimit && len(text) <= 3900 {
+		return ephemeralAck(text)
+	}
+	return b.later(ctx, to, "", func(context.Context) string { return text })
+}
+
+// later runs job after the ack (Slack wants the ack within 3 s; a probe
+// takes longer) and sends its answer to the person. Run waits for it on
+// shutdown.
+func (b *Bot) later(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) string) any {
+	b.ctl.jobs.Add(1)
+	go func() {
+		defer b.ctl.jobs.Done()
+		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
+		defer cancel()
+		defer func() {
+			if r := recover(); r != nil {
+				b.log.Error("bot: panic in a slash command", "panic", r)
+			}
+		}()
+		b.respond(jctx, to, job(jctx))
+	}()
+	if ack == "" {
+		return nil
+	}
+	return ephemeralAck(ack)
+}
+
+// respond sends text to the person in parts of at most replyChunk bytes:
+// through the response_url (five uses at most), else as ephemeral messages.
+func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
+	parts := chunkLines(text, replyChunk)
+	if len(parts) > 5 {
+		parts = append(parts[:4], truncate(parts[4], replyChunk-40)+"\n_(more not shown)_")
+	}
+	hc := b.opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	for _, p := range parts {
+		if to.ResponseURL != "" {
+			err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, &slack.WebhookMessage{ResponseType: "ephemeral", Text: p})
+			if err == nil {
+				continue
+			}
+			b.log.Debug("bot: response_url answer failed; posting an ephemeral", "err", err)
+		}
+		if to.Channel == "" || to.User == "" {
+			continue
+		}
+		if _, err := b.api.PostEphemeralContext(ctx, to.Channel, to.User, slack.MsgOptionText(p, false)); err != nil {
+			b.log.Warn("bot: slash command answer not delivered", "err", err)
+		}
+	}
+}
+
+// chunkLines cuts text into parts of at most n bytes at line ends.
+func chunkLines(text string, n int) []string {
+	var parts []string
+	for len(text) > n {
+		cut := strings.LastIndexByte(text[:n], '\n')
+		if cut <= 0 {
+			cut = len(truncateAt(text, n))
+			if cut == 0 {
+				cut = n
+			}
+		} else {
+			cut++
+		}
+		parts = append(parts, strings.TrimRight(text[:cut], "\n"))
+		text = text[cut:]
+	}
+	if strings.TrimSpace(text) != "" || len(parts) == 0 {
+		parts = append(parts, text)
+	}
+	return parts
+}
