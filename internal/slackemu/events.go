@@ -117,6 +117,9 @@ func (s *Server) userEventLocked(m *Message, typ string) map[string]any {
 		"team": m.Team, "channel": m.Channel, "event_ts": m.TS, "blocks": m.Blocks,
 		"channel_type": channelType(s.channels[m.Channel]),
 	}
+	if u := s.users[m.User]; u != nil {
+		ev["user_team"] = u.TeamID // differs from team for external users
+	}
 	if m.ThreadTS != "" {
 		ev["thread_ts"] = m.ThreadTS
 		if p := s.msgs[msgKey(m.Channel, m.ThreadTS)]; p != nil {
