@@ -24,7 +24,7 @@ import (
 // harness is a bot wired to the Slack emulator, the fake model server and
 // Redis (REDIS_URL, else the embedded one), the way cmd/bot wires it.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	emu   *slackemu.Server
 	llm   *llmemu.Server
 	store *session.Store
@@ -42,7 +42,7 @@ type harnessOpts struct {
 	logs bool
 }
 
-func newHarness(t *testing.T, ho harnessOpts) *harness {
+func newHarness(t testing.TB, ho harnessOpts) *harness {
 	t.Helper()
 	ctx := context.Background()
 	emu := slackemu.New(ho.emu)

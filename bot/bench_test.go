@@ -1,0 +1,195 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/internal/llmemu"
+	"github.com/bobbinbot/bobbin/internal/slackemu"
+)
+
+// firstTextRunner wraps the agent to note when each turn's first model
+// text reaches the bot.
+type firstTextRunner struct {
+	next bot.Runner
+	mu   sync.Mutex
+	at   []time.Time
+}
+
+type firstTextObserver struct {
+	next agent.Observer
+	r    *firstTextRunner
+	seen bool
+}
+
+func (o *firstTextObserver) Observe(ev agent.Event) {
+	if ev.Kind == agent.EventText && !o.seen {
+		o.seen = true
+		o.r.mu.Lock()
+		o.r.at = append(o.r.at, time.Now())
+		o.r.mu.Unlock()
+	}
+	o.next.Observe(ev)
+}
+
+func (r *firstTextRunner) Run(ctx context.Context, t agent.Turn) (agent.Result, error) {
+	t.Observer = &firstTextObserver{next: t.Observer, r: r}
+	return r.next.Run(ctx, t)
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// BenchmarkFirstVisibleText: time from the model's first text delta
+// reaching the bot to the first Slack version of the reply that shows text
+// (edit mode).
+func BenchmarkFirstVisibleText(b *testing.B) {
+	var ftr *firstTextRunner
+	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) {
+		ftr = &firstTextRunner{next: o.Agent}
+		o.Agent = ftr
+	}})
+	h.llm.SetTokenInterval(5 * time.Millisecond)
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, fmt.Sprintf("latency %d", i), "")
+		h.waitReplyB(b, slackemu.ChannelGen, p.TS)
+		r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+		ftr.mu.Lock()
+		first := ftr.at[len(ftr.at)-1]
+		ftr.mu.Unlock()
+		for _, v := range r[0].History {
+			if strings.TrimSpace(v.Text) != "" {
+				lat = append(lat, v.Time.Sub(first))
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkSlackCallsPerReply: Web API calls for one 2,000-token answer
+// streamed at 200 tokens/s in edit mode (1 s edit interval).
+func BenchmarkSlackCallsPerReply(b *testing.B) {
+	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) { o.EditInterval = time.Second }})
+	answer := strings.TrimSpace(strings.Repeat("word ", 2000))
+	h.llm.SetTokenInterval(5 * time.Millisecond)
+	h.llm.SetResponder(func(llmemu.Recorded) llmemu.Reply { return llmemu.Reply{Text: answer} })
+	calls := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		before := len(h.emu.Journal())
+		p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, fmt.Sprintf("long %d", i), "")
+		h.waitReplyB(b, slackemu.ChannelGen, p.TS)
+		time.Sleep(100 * time.Millisecond)
+		for _, c := range h.emu.Journal()[before:] {
+			if strings.HasPrefix(c.Method, "chat.") {
+				calls++
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(calls)/float64(b.N), "chat-calls/reply")
+}
+
+// BenchmarkAckLatency: envelopes at 50 per second (each a mention in its
+// own thread, so turns run meanwhile); the emulator measures send → ack.
+func BenchmarkAckLatency(b *testing.B) {
+	h := newHarness(b, harnessOpts{})
+	n := max(b.N, 100)
+	b.ResetTimer()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last slackemu.Posted
+	for i := 0; i < n; i++ {
+		<-tick.C
+		last = h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, fmt.Sprintf("ack %d", i), "")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := h.emu.WaitAck(ctx, last.Envelope); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	st := h.emu.AckStats()
+	b.ReportMetric(float64(st.P50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(st.P99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(st.Max.Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(st.Late+st.Unacked), "late")
+	h.waitAllReplies(n)
+}
+
+// BenchmarkMemoryPerActiveTurn: heap and goroutines per turn while 50
+// turns stream at once (model streams parked mid-answer).
+func BenchmarkMemoryPerActiveTurn(b *testing.B) {
+	const turns = 50
+	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) { o.MaxConcurrentTurns = turns }})
+	for i := 0; i < b.N; i++ {
+		release := h.llm.Hold(5)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		held := h.llm.Held()
+		for j := 0; j < turns; j++ {
+			h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, fmt.Sprintf("mem %d %d", i, j), "")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := h.llm.WaitHeld(ctx, held+turns); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		time.Sleep(200 * time.Millisecond)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		g1 := runtime.NumGoroutine()
+		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/turns/1024, "KiB/turn")
+		b.ReportMetric(float64(g1-g0)/turns, "goroutines/turn")
+		release()
+		h.waitAllReplies((i + 1) * turns)
+	}
+}
+
+// waitReplyB is waitReply for benchmarks.
+func (h *harness) waitReplyB(b *testing.B, channel, thread string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := h.emu.WaitFor(ctx, func() bool { _, _, done := h.replyText(channel, thread); return done }); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// waitAllReplies waits until n replies are finished in #general.
+func (h *harness) waitAllReplies(n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_ = h.emu.WaitFor(ctx, func() bool {
+		done := 0
+		for _, m := range h.emu.Messages(slackemu.ChannelGen) {
+			if m.IsBot() || m.ThreadTS != "" {
+				continue
+			}
+			if _, _, ok := h.replyText(slackemu.ChannelGen, m.TS); ok {
+				done++
+			}
+		}
+		return done >= n
+	})
+}
