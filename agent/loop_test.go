@@ -533,3 +533,16 @@ func TestReasoningIsStatusOnly(t *testing.T) {
 		t.Errorf("reasoning blocks not kept for pass-back: %+v", last.Reasoning)
 	}
 }
+
+func TestNilCallbacks(t *testing.T) {
+	tool := echoTool("t")
+	p := pt.New(pt.ToolCalls(pt.Call("1", "t", `{}`)), pt.Text("fine"))
+	a := New(p, Options{Counter: newCounter("", nil)})
+	res, err := a.Run(t.Context(), Turn{History: []provider.Message{user("x")}, Tools: []Tool{tool}})
+	if err != nil || res.Text != "fine" || tool.calls.Load() != 0 {
+		t.Errorf("err %v text %q ran %d; want a denied call (no approver) and the answer", err, res.Text, tool.calls.Load())
+	}
+	if req := p.Requests()[0]; req.Messages[0].Role != provider.RoleUser {
+		t.Errorf("empty system prompt was sent: %+v", req.Messages[0])
+	}
+}
