@@ -136,7 +136,12 @@ func decodeMessages(key string, items []string) ([]provider.Message, error) {
 	msgs := make([]provider.Message, len(items))
 	decode := func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
-			if err := json.Unmarshal([]byte(items[i]), &msgs[i]); err != nil {
+			b := []byte(items[i])
+			if fastDecodeMessage(b, &msgs[i]) {
+				continue
+			}
+			msgs[i] = provider.Message{}
+			if err := json.Unmarshal(b, &msgs[i]); err != nil {
 				return fmt.Errorf("session: corrupt message %d in key %s: %v", i, key, err)
 			}
 		}
