@@ -6,10 +6,42 @@
 // tool-definition pins, shared rate budgets and a bounded audit stream.
 //
 // It is the only package that imports go-redis and it owns every Redis key.
-// All keys of one thread share one Cluster hash tag ({t:TEAM:CHANNEL:TS});
-// every key carries a TTL or is bounded in size. With an empty URL the store
-// runs an in-process Redis (miniredis): state then does not survive a restart
-// and only one replica may run.
+// With an empty URL the store runs an in-process Redis (miniredis): state
+// then does not survive a restart and only one replica may run.
+//
+// # Keys
+//
+// Every key starts with Options.Prefix (P). All keys of one thread share the
+// Cluster hash tag {t:TEAM:CHANNEL:TS}, a workspace's keys share {w:TEAM},
+// an approval's keys share {a:ID}; every Lua script touches one tag only.
+//
+//	P:{t:…}:msgs       list, one JSON provider.Message per element   TTL SessionTTL, refreshed by writes
+//	P:{t:…}:meta       JSON Meta                                    TTL SessionTTL
+//	P:{t:…}:fence      fencing counter                              TTL SessionTTL
+//	P:{t:…}:lease      "owner:token"                                TTL LeaseTTL, renewed by the holder
+//	P:{t:…}:queue      payloads that arrived mid-turn               TTL SessionTTL, ≤ MaxQueue
+//	P:{t:…}:grants     set of tools allowed for the session         TTL SessionTTL
+//	P:{t:…}:approvals  set of approval ids of the thread            TTL ≥ SessionTTL
+//	P:active           zset of threads with a lease (score = token) TTL SessionTTL, pruned by Orphans
+//	P:{w:T}:dedupe:…   event and message identities                 TTL DedupeTTL (≥ 24 h)
+//	P:{w:T}:mcp        hash server name → registration (sealed)     ≤ MaxRegistrations
+//	P:{w:T}:pins:S     hash tool name → definition hash             ≤ MaxToolPins
+//	P:{w:T}:audit      stream                                       ≈ AuditLen entries, TTL AuditTTL
+//	P:{a:ID}, …:wake   approval hash and its wake-up list           TTL Expires + ApprovalRetention
+//	P:{r:BUCKET}       GCRA arrival time                            TTL until the bucket is full again
+//
+// # A turn across replicas
+//
+// A message for a thread is Enqueued; Enqueue says whether a lease is held.
+// If not, the receiver Acquires the thread (ErrLeaseHeld: someone else was
+// faster and will see the message), runs Lease.Run in a goroutine it owns,
+// Dequeues and runs turns, writing with Lease.Token() (ErrStaleFence means
+// another replica took over: stop without side effects), and finishes with
+// Lease.ReleaseIfIdle, which refuses while the queue is not empty. A
+// replica that dies leaves its thread in the active index; Orphans lists it
+// once the lease expires, and another replica Acquires it (a larger token)
+// and resumes from the transcript and Meta (ReplyTS, Phase,
+// PendingApprovals). Lease.Handover is the graceful-shutdown variant.
 //
 // session may import provider only; it must never import agent, bot, mcp,
 // slack-go or the MCP SDK.

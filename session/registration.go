@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +30,18 @@ type Registration struct {
 	Secrets   map[string]string
 	CreatedBy string
 	Created   time.Time
+}
+
+// LogValue keeps secret values out of logs: only their field names appear.
+func (r Registration) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("name", r.Name), slog.String("created_by", r.CreatedBy),
+		slog.Any("secret_fields", slices.Sorted(maps.Keys(r.Secrets))))
+}
+
+// Format keeps secret values out of fmt output (%v, %+v, %#v, %s).
+func (r Registration) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "{Name:%s Record:%s Secrets:%v CreatedBy:%s Created:%s}", r.Name, r.Record,
+		slices.Sorted(maps.Keys(r.Secrets)), r.CreatedBy, r.Created.Format(time.RFC3339))
 }
 
 // storedRegistration is a Registration as kept in Redis: secrets sealed.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -235,5 +236,19 @@ func TestToolPins(t *testing.T) {
 	}
 	if err := s.PutToolPins(ctx, team, "docs", big); !errors.Is(err, ErrTooMany) {
 		t.Errorf("too many pins: err = %v, want ErrTooMany", err)
+	}
+}
+
+func TestRegistrationRedacted(t *testing.T) {
+	r := sampleRegistration("docs")
+	var buf strings.Builder
+	newTextLogger(&buf).Info("registered", "reg", r)
+	for _, out := range []string{fmt.Sprint(r), fmt.Sprintf("%+v", r), fmt.Sprintf("%#v", r), fmt.Sprintf("%s", r), buf.String()} {
+		if strings.Contains(out, canary) {
+			t.Errorf("secret in output: %s", out)
+		}
+		if !strings.Contains(out, "Authorization") {
+			t.Errorf("output %q does not name the secret fields", out)
+		}
 	}
 }
