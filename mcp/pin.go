@@ -130,19 +130,20 @@ func scanText(s string, otherTools []string) []string {
 			add(FlagInvisibleUnicode)
 		}
 	}
-	// Tag characters mirror ASCII: decode them so hidden text is scanned too.
-	plain := strings.Map(func(r rune) rune {
-		if tagRune(r) {
-			if a := r - 0xE0000; a >= 0x20 && a < 0x7F {
-				return a
-			}
-			return -1
-		}
-		if invisibleRune(r) {
+	// Tag characters mirror ASCII: decode the hidden text and scan it too.
+	visible := strings.Map(func(r rune) rune {
+		if tagRune(r) || invisibleRune(r) {
 			return -1
 		}
 		return r
 	}, s)
+	hidden := strings.Map(func(r rune) rune {
+		if a := r - 0xE0000; tagRune(r) && a >= 0x20 && a < 0x7F {
+			return a
+		}
+		return -1
+	}, s)
+	plain := visible + "\n" + hidden
 	if scanInstructionsRE.MatchString(plain) {
 		add(FlagInstructions)
 	}
