@@ -48,7 +48,9 @@ func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // Options configure a Store. Zero values mean the defaults noted on each field.
 type Options struct {
-	// URL is a redis:// or rediss:// URL; "" runs an in-process Redis.
+	// URL is a redis:// or rediss:// URL; "" runs an in-process Redis. A
+	// URL with a master_name parameter names Sentinels instead
+	// (redis://sentinel1:26379?master_name=mymaster&addr=sentinel2:26379).
 	URL string
 	// Prefix namespaces every key (default "bobbin"). It must not contain
 	// '{' or '}'.
@@ -116,37 +118,53 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s := &Store{k: keys{prefix: opts.Prefix}, opt: opts, log: log, kek: kr}
 
-	var ro *redis.Options
-	if opts.URL == "" {
+	switch {
+	case opts.URL == "":
 		m := miniredis.NewMiniRedis()
 		m.ClockTTL(true) // keys must expire in real time: leases depend on it
 		if err := m.StartAddr("127.0.0.1:0"); err != nil {
 			return nil, fmt.Errorf("session: starting embedded redis: %w", err)
 		}
 		s.mini = m
-		ro = &redis.Options{Addr: m.Addr()}
+		s.rdb = redis.NewClient(s.clientOptions(&redis.Options{Addr: m.Addr()}))
 		log.Warn("session: REDIS_URL is empty: using an in-process Redis; state will not survive a restart and only one replica may run")
-	} else {
-		ro, err = redis.ParseURL(opts.URL)
+	case strings.Contains(opts.URL, "master_name="):
+		// Sentinel: redis://[user:pass@]sentinel:26379?master_name=M&addr=sentinel2:26379
+		fo, err := redis.ParseFailoverURL(opts.URL)
+		if err != nil {
+			return nil, errors.New("session: REDIS_URL is not a valid Sentinel URL (redis://sentinel:26379?master_name=NAME)")
+		}
+		ro := s.clientOptions(&redis.Options{})
+		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout
+		fo.MaxRetries, fo.DialerRetries, fo.DialerRetryTimeout = ro.MaxRetries, ro.DialerRetries, ro.DialerRetryTimeout
+		fo.ContextTimeoutEnabled, fo.DisableIdentity = true, true
+		s.rdb = redis.NewFailoverClient(fo)
+	default:
+		ro, err := redis.ParseURL(opts.URL)
 		if err != nil {
 			// url.Parse errors quote the URL, password included: say less.
 			return nil, errors.New("session: REDIS_URL is not a valid redis:// or rediss:// URL")
 		}
+		s.rdb = redis.NewClient(s.clientOptions(ro))
 	}
-	ro.DialTimeout = opts.DialTimeout
-	ro.ReadTimeout = opts.ReadTimeout
-	ro.WriteTimeout = opts.WriteTimeout
-	ro.MaxRetries = 1
-	ro.DialerRetries = 2 // fail fast when Redis is down: the caller retries (Slack redelivers)
-	ro.DialerRetryTimeout = 50 * time.Millisecond
-	ro.ContextTimeoutEnabled = true
-	ro.DisableIdentity = true // CLIENT SETINFO is noise on old servers and miniredis
-	s.rdb = redis.NewClient(ro)
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// clientOptions applies the store's timeouts and retry policy.
+func (s *Store) clientOptions(ro *redis.Options) *redis.Options {
+	ro.DialTimeout = s.opt.DialTimeout
+	ro.ReadTimeout = s.opt.ReadTimeout
+	ro.WriteTimeout = s.opt.WriteTimeout
+	ro.MaxRetries = 1
+	ro.DialerRetries = 2 // fail fast when Redis is down: the caller retries (Slack redelivers)
+	ro.DialerRetryTimeout = 50 * time.Millisecond
+	ro.ContextTimeoutEnabled = true
+	ro.DisableIdentity = true // CLIENT SETINFO is noise on old servers and miniredis
+	return ro
 }
 
 // Close releases the connections and stops the embedded Redis, if any.
