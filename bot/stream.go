@@ -216,21 +216,23 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		return
 	}
 	pieces := Split(text, SplitLimit)
-	for i, piece := range pieces {
-		last := i == len(pieces)-1
-		live := last && !final
-		content := piece
-		st := ""
+	render := func(i int) (content, st string, live bool) {
+		content, live = pieces[i], i == len(pieces)-1 && !final
 		if live {
-			content = Live(piece)
-			st = status
+			content, st = Live(content), status
 		}
-		if i >= len(r.posted) {
-			if !r.post(ctx, content, st, live) {
-				return
-			}
-			continue
+		return content, st, live
+	}
+	// New pieces first, then edits of the earlier ones: the reply always
+	// shows a live message (with Stop) until the final text is complete.
+	for i := len(r.posted); i < len(pieces); i++ {
+		content, st, live := render(i)
+		if !r.post(ctx, content, st, live) {
+			return
 		}
+	}
+	for i := range pieces {
+		content, st, live := render(i)
 		p := &r.posted[i]
 		if p.rendered == renderKey(content, st, live, p.markdownText) {
 			continue
