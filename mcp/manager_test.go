@@ -589,3 +589,82 @@ func TestDeadServerIsLeftOut(t *testing.T) {
 		t.Error("no log line for the dead server")
 	}
 }
+
+func TestEmptyClientCapabilities(t *testing.T) {
+	m := newTestManager(t, &Config{Servers: []ServerConfig{testServerConfig(t, "c", "legacy", nil)}}, nil)
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := call(t, toolByName(t, tools, "c__caps"), `{}`)
+	want := `{"elicitation":false,"experimental":false,"roots":false,"sampling":false}`
+	if err != nil || got != want {
+		t.Errorf("capabilities seen by the server = %q, %v; want %s", got, err, want)
+	}
+}
+
+func TestCloseKillsProcessGroup(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// The server leaves a grandchild behind; Close must take it down too.
+	sc := ServerConfig{Name: "parent", Command: []string{"/bin/sh", "-c", `sleep 300 & echo $! > "$PID_FILE"; exec "$SERVER"`},
+		Env: map[string]string{testServerEnv: "legacy", "PID_FILE": pidFile, "SERVER": exe}}
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	m := NewManager(Options{Config: &Config{Servers: []ServerConfig{sc}}, Getenv: testGetenv(nil)})
+	if _, err := m.Tools(context.Background(), "T1"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return true // gone
+		}
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		return strings.HasPrefix(rest, "Z") // killed, waiting to be reaped by init
+	})
+}
+
+func TestModernToolListTTL(t *testing.T) {
+	// The modern server answers ttlMs 0: every Tools call lists again and
+	// still returns the same pinned tools.
+	m := newTestManager(t, &Config{Servers: []ServerConfig{testServerConfig(t, "modern", "modern", nil)}}, nil)
+	for range 3 {
+		tools, err := m.Tools(context.Background(), "T1")
+		if err != nil || len(tools) != 2 {
+			t.Fatalf("Tools = %v, %v", toolNames(tools), err)
+		}
+	}
+	if st := statusOf(t, m.Manager, "T1", "modern"); len(st.Disabled) != 0 {
+		t.Errorf("disabled = %v", st.Disabled)
+	}
+}
+
+func TestStderrRateLimited(t *testing.T) {
+	var lines []string
+	for i := range 100 {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	lines = append(lines, strings.Repeat("x", 10000))
+	logs := &syncBuffer{}
+	logStderr(strings.NewReader(strings.Join(lines, "\n")), "noisy", slog.New(slog.NewTextHandler(logs, nil)))
+	out := logs.String()
+	if n := strings.Count(out, `msg="mcp server stderr"`); n != stderrBurst {
+		t.Errorf("%d stderr lines logged, want %d", n, stderrBurst)
+	}
+	if !strings.Contains(out, "count=81") || !strings.Contains(out, "server=noisy") {
+		t.Errorf("no suppression summary with the server name:\n%s", out)
+	}
+}

@@ -110,6 +110,15 @@ func newLegacyServer(out *lockedWriter) *mcp.Server {
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			return textResult(strings.Join(os.Environ(), "\n")), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "caps", Description: "Report the client's capabilities"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			c := req.Session.InitializeParams().Capabilities
+			// Checking that deprecated features are NOT declared.
+			//lint:ignore SA1019 the point is to see that roots and sampling are absent
+			b, err := json.Marshal(map[string]bool{"roots": c.RootsV2 != nil, "sampling": c.Sampling != nil,
+				"elicitation": c.Elicitation != nil, "experimental": len(c.Experimental) > 0})
+			return textResult(string(b)), nil, err
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Return a tool error"},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			return nil, nil, fmt.Errorf("it failed on purpose")
