@@ -16,6 +16,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/provider/anthropic"
 	"github.com/bobbinbot/bobbin/provider/openai"
@@ -64,12 +65,26 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Logger:          log,
 	})
 
-	// Tools: the MCP manager plugs in here once it lands (MCP_CONFIG,
-	// MCP_ALLOW_PRIVATE_NETWORKS); until then the bot answers without tools.
-	var tools bot.ToolSource
+	// Tools: MCP servers from the operator's file and from registrations.
+	var mcfg *mcp.Config
 	if cfg.MCPConfig != "" {
-		log.Warn("MCP_CONFIG is set but this build has no MCP support yet; answering without tools")
+		if mcfg, err = mcp.LoadConfig(cfg.MCPConfig); err != nil {
+			return fmt.Errorf("MCP_CONFIG: %w", err)
+		}
 	}
+	mgr := mcp.NewManager(mcp.Options{
+		Config:               mcfg,
+		Store:                registrations{store},
+		Pins:                 store,
+		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
+		Getenv:               getenv,
+		Logger:               log,
+	})
+	defer func() {
+		if err := mgr.Close(); err != nil {
+			log.Warn("closing MCP connections", "err", err)
+		}
+	}()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -82,7 +97,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		APIURL:             cfg.SlackAPIURL,
 		Store:              store,
 		Agent:              ag,
-		Tools:              tools,
+		Tools:              mgr,
+		MCP:                mcpAdmin{m: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks},
+		ApprovalTimeout:    cfg.ApprovalTimeout,
 		Logger:             log,
 		Metrics:            metrics,
 		Model:              cfg.LLMModel,

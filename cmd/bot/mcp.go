@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/mcp"
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// registrations adapts the session store to mcp.RegistrationStore: the
+// servers admins registered from Slack, secrets decrypted only here.
+type registrations struct{ s *session.Store }
+
+func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Registered, error) {
+	regs, err := r.s.Registrations(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcp.Registered, 0, len(regs))
+	for _, reg := range regs {
+		url, headers, err := bot.RegisteredServer(reg)
+		if err != nil {
+			return nil, fmt.Errorf("registration %s: %w", reg.Name, err)
+		}
+		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers})
+	}
+	return out, nil
+}
+
+// mcpAdmin adapts *mcp.Manager to bot.MCPAdmin (the bot does not import
+// mcp).
+type mcpAdmin struct {
+	m            *mcp.Manager
+	allowPrivate bool
+}
+
+func (a mcpAdmin) Status(ctx context.Context, team string) []bot.ServerStatus {
+	st := a.m.Status(ctx, team)
+	out := make([]bot.ServerStatus, len(st))
+	for i, s := range st {
+		out[i] = bot.ServerStatus{Name: s.Name, Source: s.Source, URL: s.URL, Transport: s.Transport, State: s.State,
+			Error: s.Error, Tools: s.Tools, Trusted: s.Trusted, Disabled: s.Disabled, Flagged: s.Flagged}
+	}
+	return out
+}
+
+func toolInfos(ts []mcp.ToolInfo) []bot.ToolInfo {
+	out := make([]bot.ToolInfo, len(ts))
+	for i, t := range ts {
+		out[i] = bot.ToolInfo{Name: t.Name, Exposed: t.Exposed, Title: t.Title, Description: t.Description,
+			InputSchema: t.InputSchema, Hints: t.Hints, Disabled: t.Disabled, DisabledReason: t.DisabledReason, Flags: t.Flags}
+	}
+	return out
+}
+
+func (a mcpAdmin) ServerTools(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
+	ts, err := a.m.ServerTools(ctx, team, server)
+	return toolInfos(ts), mapUnknown(err)
+}
+
+func (a mcpAdmin) Probe(ctx context.Context, name, url string, headers map[string]string) ([]bot.ToolInfo, error) {
+	ts, err := a.m.Probe(ctx, name, url, headers)
+	return toolInfos(ts), err
+}
+
+func (a mcpAdmin) Approve(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
+	ts, err := a.m.Approve(ctx, team, server)
+	return toolInfos(ts), mapUnknown(err)
+}
+
+func (a mcpAdmin) Invalidate(team string) { a.m.Invalidate(team) }
+
+func (a mcpAdmin) ValidateURL(raw string) error {
+	return mcp.ValidateRegistrationURL(raw, a.allowPrivate)
+}
+
+// mapUnknown turns mcp's unknown-server error into the bot's.
+func mapUnknown(err error) error {
+	if errors.Is(err, mcp.ErrUnknownServer) {
+		return fmt.Errorf("%w: %w", bot.ErrUnknownServer, err)
+	}
+	return err
+}
