@@ -48,6 +48,13 @@ type streamer struct {
 	ns        nativeStream
 	shownText bool
 	backoff   time.Time // after a 429: no lossy edits before this
+
+	// guard, when set, is checked before every Slack write (the lease's
+	// Renew); onPost learns the reply's first ts (takeover.go).
+	guard    func(context.Context) error
+	onPost   func(ctx context.Context, ts string)
+	lost     bool
+	reported bool
 }
 
 // postedMsg is one message of the reply.
@@ -296,11 +303,15 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 // post adds a message to the reply; false when it failed (the next flush
 // retries).
 func (r *streamer) post(ctx context.Context, content, status string, live bool) bool {
+	if !r.allowed(ctx) {
+		return false
+	}
 	opts := append(r.msgOptions(content, status, live, false), slack.MsgOptionTS(r.k.ThreadTS))
 	for {
 		_, ts, err := r.b.api.PostMessageContext(ctx, r.k.Channel, opts...)
 		if err == nil {
 			r.posted = append(r.posted, postedMsg{ts: ts, rendered: renderKey(content, status, live, false), at: time.Now()})
+			r.recordPost(ctx, ts)
 			r.visible(content)
 			return true
 		}
@@ -333,6 +344,9 @@ func (r *streamer) update(ctx context.Context, p *postedMsg, content, status str
 			continue
 		}
 		break
+	}
+	if !r.allowed(ctx) {
+		return false
 	}
 	opts := r.msgOptions(content, status, live, p.markdownText)
 	for {
@@ -411,6 +425,9 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		return false
 	}
 	if ns.ts == "" {
+		if !r.allowed(ctx) {
+			return true // the lease is lost: write nothing, on either path
+		}
 		_, ts, err := api.StartStreamContext(ctx, r.k.Channel,
 			slack.MsgOptionTS(r.k.ThreadTS),
 			slack.MsgOptionMarkdownText(Markdown(text)),
@@ -422,6 +439,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			return false
 		}
 		ns.ts, ns.sent, ns.at, ns.started = ts, len(text), time.Now(), time.Now()
+		r.recordPost(ctx, ts)
 		r.visible(text)
 	} else if len(text) > ns.sent && (final || time.Since(ns.at) >= r.b.opts.EditInterval) {
 		ok := final
@@ -429,6 +447,9 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			var err error
 			ok, _, err = r.b.store.Take(ctx, r.k.Team+":chat.appendStream", 90, 10)
 			ok = ok || err != nil
+		}
+		if ok && !r.allowed(ctx) {
+			return true
 		}
 		if ok {
 			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(Markdown(text[ns.sent:])))
@@ -441,6 +462,9 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		}
 	}
 	if final && !ns.stopped {
+		if !r.allowed(ctx) {
+			return true
+		}
 		if _, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts); err != nil {
 			r.nativeFallback(ctx)
 			return false

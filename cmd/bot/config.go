@@ -44,6 +44,7 @@ type config struct {
 	SocketConnections  int           `env:"SOCKET_CONNECTIONS" envDefault:"1"`
 	AllowBotMessages   bool          `env:"ALLOW_BOT_MESSAGES" envDefault:"false"`
 	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" envDefault:"25s"`
+	LeaseTTL           time.Duration `env:"LEASE_TTL" envDefault:"20s"`
 
 	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
@@ -132,11 +133,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"APPROVAL_TIMEOUT", c.ApprovalTimeout},
 		{"SESSION_TTL", c.SessionTTL},
 		{"SHUTDOWN_GRACE", c.ShutdownGrace},
+		{"LEASE_TTL", c.LeaseTTL},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
 			bad("%s must be a positive duration", p.name)
 		}
+	}
+	if c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
+		bad("LEASE_TTL must be at least 1s")
 	}
 	if c.MaxConcurrentTurns < 1 {
 		bad("MAX_CONCURRENT_TURNS must be at least 1")

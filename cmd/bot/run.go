@@ -36,6 +36,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	store, err := session.Open(ctx, session.Options{
 		URL:        cfg.RedisURL,
 		SessionTTL: cfg.SessionTTL,
+		LeaseTTL:   cfg.LeaseTTL,
 		SecretKey:  cfg.secretKey,
 		Logger:     log,
 	})

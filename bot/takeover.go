@@ -1,0 +1,302 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// Takeover of orphaned turns. A replica that dies mid-turn (kill -9, node
+// loss) stops renewing its thread lease; the thread stays in the store's
+// active-turns index. Every replica scans that index; the first to acquire
+// an orphan's lease (with a new, larger fencing token, so the dead or
+// paused holder's writes are refused from then on) resumes the turn from
+// the transcript: it marks the half-streamed Slack message as interrupted
+// and posts the resumed answer below it. A graceful shutdown hands its
+// turns over the same way, without waiting for the lease to expire.
+
+// orphanScanEvery is the period of the orphan scan; takeover happens at
+// most about this long after a dead holder's lease expired.
+const orphanScanEvery = 2 * time.Second
+
+// Turn phases kept in session.Meta.Phase.
+const (
+	phaseModel       = "model"       // a turn is running (set by runTurn)
+	phaseDone        = "done"        // the last turn ended and its reply was delivered
+	phaseInterrupted = "interrupted" // handed over at shutdown: resume it
+)
+
+// interruptedNote replaces the half-streamed message of a turn another
+// replica resumes.
+const interruptedNote = "_This answer was interrupted (a bot replica stopped). It continues below._"
+
+// takeoverStore is what takeover needs beyond Store (*session.Store has
+// it; test fakes may not, which turns takeover off).
+type takeoverStore interface {
+	Orphans(ctx context.Context) ([]session.ThreadKey, error)
+	SaveReply(ctx context.Context, k session.ThreadKey, fence int64, turnID, ts string) error
+	ReplyOf(ctx context.Context, k session.ThreadKey, turnID string) (string, error)
+}
+
+func (b *Bot) takeoverStore() takeoverStore {
+	ts, _ := b.store.(takeoverStore)
+	return ts
+}
+
+// scanOrphans starts a worker for every orphaned thread until ctx ends.
+// Workers run under turnCtx, like those started by events.
+func (b *Bot) scanOrphans(ctx, turnCtx context.Context) {
+	ts := b.takeoverStore()
+	if ts == nil {
+		return
+	}
+	for {
+		// Jitter spreads the replicas' scans.
+		wait := orphanScanEvery/2 + rand.N(orphanScanEvery)
+		if !sleepCtx(ctx, wait) {
+			return
+		}
+		if b.draining.Load() {
+			return
+		}
+		orphans, err := ts.Orphans(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.log.Debug("bot: orphan scan failed", "err", err)
+			}
+			continue
+		}
+		for _, k := range orphans {
+			b.startWorker(turnCtx, k)
+		}
+	}
+}
+
+// guardStreamer makes r check the lease before every Slack write and
+// record the reply's ts as soon as it is posted: a replica that lost the
+// thread (paused past its TTL, partitioned) stops writing at its first
+// attempt, and the next holder finds the message to finish.
+func (b *Bot) guardStreamer(r *streamer, lease *session.Lease, turnID string) {
+	r.guard = lease.Renew
+	ts := b.takeoverStore()
+	if ts == nil {
+		return
+	}
+	k, fence := lease.Key(), lease.Token()
+	r.onPost = func(ctx context.Context, msgTS string) {
+		if err := ts.SaveReply(ctx, k, fence, turnID, msgTS); err != nil {
+			b.log.Debug("bot: recording the reply ts failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+		}
+	}
+}
+
+// allowed reports whether the streamer may write to Slack: not once the
+// lease is known lost. Other failures (Redis briefly away) do not stop the
+// reply: the fencing token still guards the transcript.
+func (r *streamer) allowed(ctx context.Context) bool {
+	if r.lost {
+		return false
+	}
+	if r.guard == nil {
+		return true
+	}
+	if err := r.guard(ctx); errors.Is(err, session.ErrLeaseLost) {
+		r.lost = true
+		r.b.log.Info("bot: thread lease lost; not writing to Slack", threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS)...)
+		return false
+	}
+	return true
+}
+
+// posted records the first message of the reply with onPost.
+func (r *streamer) recordPost(ctx context.Context, ts string) {
+	if r.onPost != nil && !r.reported {
+		r.reported = true
+		r.onPost(ctx, ts)
+	}
+}
+
+// resumeInterrupted runs once after a worker acquired a thread: if the
+// last turn did not finish (its replica died or handed it over), it is
+// resumed from the transcript before queued messages are served.
+func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
+	k := lease.Key()
+	meta, history, err := b.store.Load(ctx, k)
+	if err != nil || meta.Phase == "" || meta.Phase == phaseDone || len(history) == 0 {
+		if err != nil && !errors.Is(err, session.ErrNotFound) {
+			b.log.Warn("bot: loading the session to check for an interrupted turn failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+		}
+		return
+	}
+	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	log.Info("bot: resuming an interrupted turn", "phase", meta.Phase, "turn", meta.TurnID, "token", lease.Token())
+	fence := lease.Token()
+
+	// The half-streamed message: mark it, the answer follows below.
+	if ts := b.takeoverStore(); ts != nil {
+		if old, err := ts.ReplyOf(ctx, k, meta.TurnID); err == nil && old != "" {
+			_, _, _, err := b.api.UpdateMessageContext(ctx, k.Channel, old,
+				slack.MsgOptionText(interruptedNote, false), slack.MsgOptionBlocks(),
+				slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+			if err != nil {
+				log.Warn("bot: marking the interrupted reply failed", "err", err)
+			}
+		}
+	}
+
+	last := history[len(history)-1]
+	switch {
+	case last.Role == provider.RoleAssistant && last.Interrupted && len(last.ToolCalls) == 0:
+		// A partial answer saved at shutdown: answer again in full.
+		history = history[:len(history)-1]
+		if err := b.store.Replace(ctx, k, fence, history); err != nil {
+			log.Warn("bot: dropping the partial answer failed", "err", err)
+			return
+		}
+	case last.Role == provider.RoleAssistant && len(last.ToolCalls) == 0:
+		// The answer was complete; only its delivery was cut short.
+		r := newStreamer(b, k, inbound{User: meta.RequesterID})
+		b.guardStreamer(r, lease, meta.TurnID)
+		r.finish(ctx, last.Content, "")
+		b.endTurn(ctx, lease, meta, r.replyTS())
+		return
+	}
+	b.resumeTurn(ctx, lease, meta, history)
+}
+
+// endTurn records that the turn's reply was delivered.
+func (b *Bot) endTurn(ctx context.Context, lease *session.Lease, meta session.Meta, replyTS string) {
+	k := lease.Key()
+	meta.Phase = phaseDone
+	meta.ReplyTS = replyTS
+	meta.Updated = b.opts.Now()
+	if err := b.store.SaveMeta(context.WithoutCancel(ctx), k, lease.Token(), meta); err != nil && !errors.Is(err, session.ErrStaleFence) {
+		b.log.Warn("bot: saving session metadata failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+	}
+}
+
+// resumeTurn runs the agent on the transcript as it stands (the person's
+// message is already in it) and streams the answer as a new reply.
+func (b *Bot) resumeTurn(ctx context.Context, lease *session.Lease, meta session.Meta, history []provider.Message) {
+	k := lease.Key()
+	fence := lease.Token()
+	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	b.m.ActiveTurns.Inc()
+	defer b.m.ActiveTurns.Dec()
+	start := time.Now()
+
+	meta.TurnID = newID()
+	meta.ReplyTS = ""
+	meta.Phase = phaseModel
+	meta.Updated = b.opts.Now()
+	if err := b.store.SaveMeta(ctx, k, fence, meta); err != nil {
+		log.Warn("bot: saving session metadata failed", "err", err)
+		return
+	}
+	var tools []agent.Tool
+	if b.opts.Tools != nil {
+		var err error
+		if tools, err = b.opts.Tools.Tools(ctx, k.Team); err != nil {
+			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
+			tools = nil
+		}
+	}
+
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	b.cancels.add(k, cancel)
+	defer b.cancels.remove(k)
+
+	r := newStreamer(b, k, inbound{User: meta.RequesterID})
+	b.guardStreamer(r, lease, meta.TurnID)
+	var loop sync.WaitGroup
+	loop.Go(func() { r.loop(turnCtx) })
+
+	anchor := agent.Anchor{Model: meta.Model, Messages: meta.AnchorMessages, InputTokens: meta.AnchorInput}
+	if meta.Extra != nil {
+		anchor.OutputTokens, _ = strconv.Atoi(meta.Extra["anchor_output"])
+	}
+	var mu sync.Mutex // meta is written by checkpoints, read at the end
+	checkpoint := func(ctx context.Context, cp agent.Checkpoint) error {
+		if cp.Replace {
+			if err := b.store.Replace(ctx, k, fence, cp.Append); err != nil {
+				return err
+			}
+		} else if len(cp.Append) > 0 {
+			if err := b.store.Append(ctx, k, fence, cp.Append...); err != nil {
+				return err
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		meta.Usage.Add(cp.Usage)
+		meta.Calibration = cp.Calibration
+		meta.AnchorInput, meta.AnchorMessages = cp.Anchor.InputTokens, cp.Anchor.Messages
+		if meta.Extra == nil {
+			meta.Extra = map[string]string{}
+		}
+		meta.Extra["anchor_output"] = strconv.Itoa(cp.Anchor.OutputTokens)
+		meta.Updated = b.opts.Now()
+		return b.store.SaveMeta(ctx, k, fence, meta)
+	}
+	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
+		System:      meta.System,
+		History:     history,
+		Tools:       tools,
+		Grants:      meta.Grants,
+		Observer:    r,
+		Checkpoint:  checkpoint,
+		Calibration: meta.Calibration,
+		Anchor:      anchor,
+	})
+
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer fcancel()
+	r.close()
+	loop.Wait()
+	cause := context.Cause(turnCtx)
+	footer := ""
+	var stop stopCause
+	phase := phaseDone
+	switch {
+	case runErr == nil:
+		if res.Notice != "" {
+			footer = "_" + res.Notice + "_"
+		}
+	case errors.As(cause, &stop):
+		footer = "_Stopped by <@" + stop.user + ">._"
+	case errors.Is(cause, errShutdown):
+		footer = "_Interrupted: the bot is restarting. The answer continues below._"
+		phase = phaseInterrupted
+	case errors.Is(cause, session.ErrLeaseLost), errors.Is(runErr, session.ErrStaleFence):
+	default:
+		log.Error("bot: resumed turn failed", "err", runErr, "outcome", res.Outcome.String())
+		footer = "_Sorry, something went wrong while I was answering. Please try again._"
+	}
+	r.finish(fctx, res.Text, footer)
+	mu.Lock()
+	final := meta
+	mu.Unlock()
+	if phase == phaseDone {
+		b.endTurn(fctx, lease, final, r.replyTS())
+	} else {
+		final.Phase = phase
+		_ = b.store.SaveMeta(fctx, k, fence, final)
+	}
+	outcome := res.Outcome.String()
+	if errors.As(cause, &stop) {
+		outcome = "stopped"
+	}
+	b.m.Turns.WithLabelValues(outcome).Inc()
+	b.m.TurnDuration.Observe(time.Since(start).Seconds())
+	log.Info("bot: resumed turn done", "outcome", outcome, "steps", res.Steps, "duration", time.Since(start).Round(time.Millisecond).String())
+}
