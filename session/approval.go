@@ -131,6 +131,15 @@ for i = 1, #h do out[#out + 1] = h[i] end
 return out
 `)
 
+// rewakeScript puts a wake-up token back after a waiter took it (BLPOP
+// deleted the emptied list, so its TTL is set again). KEYS = record, wake.
+var rewakeScript = redis.NewScript(`
+redis.call('RPUSH', KEYS[2], '1')
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) else redis.call('PEXPIRE', KEYS[2], 60000) end
+return 1
+`)
+
 // NewApprovalID returns a random approval id.
 func NewApprovalID() string {
 	var b [16]byte
@@ -273,7 +282,7 @@ func (s *Store) WaitApproval(ctx context.Context, id string) (Approval, error) {
 		default:
 			// Put the token back so every other waiter wakes too; the
 			// list expires with the record.
-			if err := conn.RPush(context.WithoutCancel(ctx), wake, "1").Err(); err != nil {
+			if err := rewakeScript.Run(context.WithoutCancel(ctx), conn, []string{s.k.approval(id), wake}).Err(); err != nil {
 				return Approval{}, s.wrap("wait approval "+id, err)
 			}
 		}

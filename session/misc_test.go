@@ -237,8 +237,12 @@ func TestEveryKeyHasTTLOrBound(t *testing.T) {
 	must(err)
 	ap, err := s.CreateApproval(ctx, newApproval(k, time.Minute))
 	must(err)
+	waited := make(chan error, 1)
+	go func() { _, err := s.WaitApproval(ctx, ap.ID); waited <- err }()
+	time.Sleep(200 * time.Millisecond) // let the waiter block, so its wake-up path runs
 	_, _, err = s.Decide(ctx, ap.ID, ApprovalAllowOnce, "U1")
 	must(err)
+	must(<-waited)
 	_, err = s.CreateApproval(ctx, newApproval(k, time.Minute))
 	must(err)
 	_, err = s.Admit(ctx, k.Team, "Ev1", k.Channel, "1.1")
