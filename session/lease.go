@@ -86,6 +86,7 @@ func (s *Store) Acquire(ctx context.Context, k ThreadKey, owner string) (*Lease,
 	var acq *redis.Cmd
 	err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		pipe.ZAddNX(ctx, s.k.active(), redis.Z{Score: 0, Member: member})
+		pipe.PExpire(ctx, s.k.active(), s.opt.SessionTTL)
 		acq = acquireScript.EvalSha(ctx, pipe, tk.list(), owner, s.opt.LeaseTTL.Milliseconds(), s.opt.SessionTTL.Milliseconds())
 	}, acquireScript)
 	if err != nil {
@@ -258,17 +259,22 @@ func (l *Lease) Run(ctx context.Context) error {
 // resumes from the transcript and drains the queue. Entries for threads
 // whose session and queue are gone are pruned.
 func (s *Store) Orphans(ctx context.Context) ([]ThreadKey, error) {
-	members, err := s.rdb.ZRange(ctx, s.k.active(), 0, maxActiveScan-1).Result()
+	entries, err := s.rdb.ZRangeWithScores(ctx, s.k.active(), 0, maxActiveScan-1).Result()
 	if err != nil {
 		return nil, s.wrap("orphans", err)
 	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
 	type probe struct {
 		k           ThreadKey
+		score       string
 		lease, data *redis.IntCmd
 	}
-	probes := make([]probe, 0, len(members))
+	probes := make([]probe, 0, len(entries))
 	pipe := s.rdb.Pipeline()
-	for _, m := range members {
+	for _, e := range entries {
+		m, _ := e.Member.(string)
 		k, err := parseThreadKey(m)
 		if err != nil {
 			s.log.Warn("session: dropping malformed active-turn entry", "key", s.k.active(), "member", m)
@@ -276,10 +282,8 @@ func (s *Store) Orphans(ctx context.Context) ([]ThreadKey, error) {
 			continue
 		}
 		tk := s.k.thread(k)
-		probes = append(probes, probe{k: k, lease: pipe.Exists(ctx, tk.lease), data: pipe.Exists(ctx, tk.meta, tk.msgs, tk.queue)})
-	}
-	if len(members) == 0 {
-		return nil, nil
+		probes = append(probes, probe{k: k, score: strconv.FormatInt(int64(e.Score), 10),
+			lease: pipe.Exists(ctx, tk.lease), data: pipe.Exists(ctx, tk.meta, tk.msgs, tk.queue)})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.wrap("orphans", err)
@@ -289,7 +293,9 @@ func (s *Store) Orphans(ctx context.Context) ([]ThreadKey, error) {
 		switch {
 		case p.lease.Val() > 0:
 		case p.data.Val() == 0:
-			if err := s.rdb.ZRem(ctx, s.k.active(), p.k.String()).Err(); err != nil {
+			// Nothing left to resume. Remove the entry only as seen: a turn
+			// that started since has re-marked it with its own token.
+			if err := unmarkScript.Run(ctx, s.rdb, []string{s.k.active()}, p.k.String(), p.score).Err(); err != nil {
 				return nil, s.wrap("orphans", err)
 			}
 		default:
