@@ -139,7 +139,7 @@ func (m *Manager) outputCap() int { return m.opts.OutputCap }
 // reap closes idle connections until Close.
 func (m *Manager) reap() {
 	defer m.wg.Done()
-	every := min(m.opts.IdleTimeout/2, 30*time.Second)
+	every := max(min(m.opts.IdleTimeout/2, 30*time.Second), 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

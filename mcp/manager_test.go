@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -426,9 +428,16 @@ func TestMaliciousServer(t *testing.T) {
 		}
 	})
 	t.Run("a 100 MB line is an error, not memory", func(t *testing.T) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		_, err := call(t, toolByName(t, tools, "evil__flood"), `{}`)
-		if err == nil {
-			t.Fatal("flood returned no error")
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "maximum line length") {
+			t.Fatalf("flood: err = %v, want the line-length cap", err)
+		}
+		// Buffering the line would allocate well over 100 MB.
+		if n := after.TotalAlloc - before.TotalAlloc; n > 100<<20 {
+			t.Errorf("reading the flood allocated %d MB", n>>20)
 		}
 		// The server is restarted and usable again.
 		got, err := call(t, toolByName(t, tools, "evil__echo"), `{"message":"alive"}`)
@@ -666,5 +675,46 @@ func TestStderrRateLimited(t *testing.T) {
 	}
 	if !strings.Contains(out, "count=81") || !strings.Contains(out, "server=noisy") {
 		t.Errorf("no suppression summary with the server name:\n%s", out)
+	}
+}
+
+func TestHTTPHeaders(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	h := modernHTTPHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("Authorization")] = true
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	cfg := &Config{Workspaces: map[string]WorkspaceConfig{"T1": {Servers: []ServerConfig{
+		{Name: "docs", URL: "http://127.0.0.1:" + port + "/", Headers: map[string]string{"Authorization": "Bearer ${DOCS_TOKEN}"}},
+	}}}}
+	m := newTestManager(t, cfg, func(o *Options) {
+		o.AllowPrivateNetworks = true
+		o.Getenv = testGetenv(map[string]string{"DOCS_TOKEN": "from-env"})
+	})
+	m.regs.set("T1", Registered{Name: "reg", URL: "http://reg.test:" + port + "/", Headers: map[string]string{"Authorization": "Bearer reg-secret-123"}})
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil || len(tools) != 4 {
+		t.Fatalf("Tools = %v, %v", toolNames(tools), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"Bearer from-env", "Bearer reg-secret-123"} {
+		if !seen[want] {
+			t.Errorf("header %q never arrived; saw %v", want, seen)
+		}
+	}
+	if seen["Bearer ${DOCS_TOKEN}"] {
+		t.Error("an unexpanded header was sent")
+	}
+	for _, secret := range []string{"from-env", "reg-secret-123"} {
+		if strings.Contains(m.logs.String(), secret) {
+			t.Errorf("header value %q reached the log", secret)
+		}
 	}
 }

@@ -227,8 +227,18 @@ func capOutput(s string, limit int) string {
 	return s[:cut] + fmt.Sprintf("\n…[truncated %d bytes]", len(s)-cut)
 }
 
+// maxDescription caps what one tool's description costs in every prompt.
+const maxDescription = 2048
+
 func describe(server, desc string) string {
 	desc = strings.TrimSpace(desc)
+	if len(desc) > maxDescription {
+		cut := maxDescription
+		for cut > 0 && !utf8.RuneStart(desc[cut]) {
+			cut--
+		}
+		desc = desc[:cut] + "…"
+	}
 	if desc == "" {
 		return "[" + server + "]"
 	}
