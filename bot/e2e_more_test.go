@@ -183,3 +183,60 @@ func TestE2EMalformedFrames(t *testing.T) {
 		t.Errorf("reply = %q", got)
 	}
 }
+
+// TestE2EAssistantThread: the assistant pane gets suggested prompts, and a
+// message in the assistant thread is answered with a status meanwhile.
+func TestE2EAssistantThread(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	p := h.emu.AssistantThreadStarted(slackemu.TeamID, slackemu.UserAlice, slackemu.DMAlice, slackemu.ChannelGen)
+	h.wait("suggested prompts", func() bool {
+		for _, s := range h.emu.AssistantStatuses() {
+			if s.Method == "assistant.threads.setSuggestedPrompts" || strings.Contains(s.Method, "setSuggestedPrompts") {
+				return s.ThreadTS == p.TS
+			}
+		}
+		return false
+	})
+	release := h.llm.Hold(0)
+	q := h.emu.Message(slackemu.TeamID, slackemu.DMAlice, slackemu.UserAlice, "what can you do?", p.TS)
+	_ = q
+	h.wait("a status", func() bool {
+		for _, s := range h.emu.AssistantStatuses() {
+			if strings.Contains(s.Method, "setStatus") && s.ThreadTS == p.TS && s.Status != "" {
+				return true
+			}
+		}
+		return false
+	})
+	release()
+	got := h.waitReply(slackemu.DMAlice, p.TS)
+	if !strings.Contains(got, "what can you do?") {
+		t.Errorf("reply = %q", got)
+	}
+}
+
+// TestE2EUserRate: past USER_TURNS_PER_MINUTE a person gets an ephemeral
+// note and the message is still answered, later.
+func TestE2EUserRate(t *testing.T) {
+	const perMinute = 30
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) {
+		o.UserTurnsPerMinute = perMinute
+		o.UpdatesPerMinute = 6000 // this test is about people, not edits
+	}})
+	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
+	var ps []slackemu.Posted
+	for i := range perMinute + 1 {
+		ps = append(ps, h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserBob, fmt.Sprintf("rate %d", i), ""))
+	}
+	h.wait("a rate note", func() bool {
+		for _, e := range h.emu.Ephemerals(slackemu.UserBob) {
+			if strings.Contains(e.Text, "more than 30 requests a minute") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, p := range ps {
+		h.waitReply(slackemu.ChannelGen, p.TS)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
@@ -229,7 +231,20 @@ func TestE2EMentionStreamsReply(t *testing.T) {
 	}
 }
 
+// noLeaks fails t if goroutines started during the test outlive its
+// clean-ups (registered first, it runs last). Idle HTTP keep-alive
+// connections are not leaks.
+func noLeaks(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, opt,
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"))
+	})
+}
+
 func TestE2EFollowUpAndRestartKeepHistory(t *testing.T) {
+	noLeaks(t)
 	h := newHarness(t, harnessOpts{})
 	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "first question", "")
 	h.waitReply(slackemu.ChannelGen, p.TS)
