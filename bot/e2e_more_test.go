@@ -240,3 +240,20 @@ func TestE2EUserRate(t *testing.T) {
 		h.waitReply(slackemu.ChannelGen, p.TS)
 	}
 }
+
+// TestE2EModelFailure: when the model fails, the thread gets a short safe
+// message (never the error's details) and the next message works.
+func TestE2EModelFailure(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.llm.FailNext(10, llmemu.ErrorReply{Status: 400, Message: "secret upstream detail xyz"})
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "this will fail", "")
+	got := h.waitReply(slackemu.ChannelGen, p.TS)
+	if !strings.Contains(got, "something went wrong") || strings.Contains(got, "xyz") {
+		t.Errorf("failure reply = %q", got)
+	}
+	h.llm.FailNext(0, llmemu.ErrorReply{})
+	q := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "and now?", "")
+	if got := h.waitReply(slackemu.ChannelGen, q.TS); !strings.Contains(got, "and now?") {
+		t.Errorf("reply after a failure = %q", got)
+	}
+}
