@@ -451,6 +451,11 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 	id := act.Value
 	user := cb.User.ID
 	ap, err := cs.GetApproval(ctx, id)
+	// The prompt is posted just before its record is stored: a very quick
+	// click may arrive in between.
+	for try := 0; errors.Is(err, session.ErrNotFound) && try < 5 && sleepCtx(ctx, 150*time.Millisecond); try++ {
+		ap, err = cs.GetApproval(ctx, id)
+	}
 	switch {
 	case errors.Is(err, session.ErrNotFound):
 		b.tell(ctx, cb, "", "I don't know this request any more (it is too old or still being set up). If it was just posted, try again in a second.")
