@@ -62,7 +62,9 @@ func BenchmarkFirstVisibleText(b *testing.B) {
 	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) {
 		ftr = &firstTextRunner{next: o.Agent}
 		o.Agent = ftr
+		unlimitedEdits(o)
 	}})
+	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
 	h.llm.SetTokenInterval(5 * time.Millisecond)
 	var lat []time.Duration
 	b.ResetTimer()
@@ -112,7 +114,8 @@ func BenchmarkSlackCallsPerReply(b *testing.B) {
 // BenchmarkAckLatency: envelopes at 50 per second (each a mention in its
 // own thread, so turns run meanwhile); the emulator measures send → ack.
 func BenchmarkAckLatency(b *testing.B) {
-	h := newHarness(b, harnessOpts{})
+	h := newHarness(b, harnessOpts{bot: unlimitedEdits})
+	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
 	n := max(b.N, 100)
 	b.ResetTimer()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -140,7 +143,11 @@ func BenchmarkAckLatency(b *testing.B) {
 // turns stream at once (model streams parked mid-answer).
 func BenchmarkMemoryPerActiveTurn(b *testing.B) {
 	const turns = 50
-	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) { o.MaxConcurrentTurns = turns }})
+	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) {
+		o.MaxConcurrentTurns = turns
+		unlimitedEdits(o)
+	}})
+	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
 	for i := 0; i < b.N; i++ {
 		release := h.llm.Hold(5)
 		runtime.GC()
@@ -166,6 +173,10 @@ func BenchmarkMemoryPerActiveTurn(b *testing.B) {
 		h.waitAllReplies((i + 1) * turns)
 	}
 }
+
+// unlimitedEdits lifts the chat.update budget for benchmarks that measure
+// something else (the emulator's limit is lifted alongside).
+func unlimitedEdits(o *bot.Options) { o.UpdatesPerMinute = 60000 }
 
 // waitReplyB is waitReply for benchmarks.
 func (h *harness) waitReplyB(b *testing.B, channel, thread string) {

@@ -154,6 +154,12 @@ func (r *streamer) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
+			// Deltas wake the loop only until the reply is on screen
+			// (first text as soon as possible); after that the ticker
+			// paces the edits.
+			if r.onScreen() {
+				continue
+			}
 		case <-tick.C:
 		}
 		_, status := r.snapshot()
@@ -164,6 +170,9 @@ func (r *streamer) loop(ctx context.Context) {
 		r.flush(ctx, false)
 	}
 }
+
+// onScreen reports whether the reply already shows text.
+func (r *streamer) onScreen() bool { return r.shownText }
 
 // close stops the loop; finish may run after it returns.
 func (r *streamer) close() { r.stopOnce.Do(func() { close(r.stop) }) }
@@ -190,7 +199,7 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 		}
 		r.text.WriteString(footer)
 	}
-	if strings.TrimSpace(r.text.String()) == "" && (len(r.posted) > 0 || r.ns.ts != "") {
+	if strings.TrimSpace(r.text.String()) == "" {
 		r.text.WriteString("_(no answer)_")
 	}
 	r.status = ""
@@ -336,7 +345,9 @@ func (r *streamer) update(ctx context.Context, p *postedMsg, content, status str
 		ok, wait, err := r.b.store.Take(ctx, r.k.Team+":chat.update", r.b.opts.UpdatesPerMinute, burst)
 		if err == nil && !ok {
 			if !final {
-				return true // skipped; the next flush tries again
+				// Skipped; no lossy edit before the budget has room.
+				r.backoff = time.Now().Add(wait)
+				return true
 			}
 			if !sleepCtx(ctx, wait) {
 				return false
