@@ -45,6 +45,7 @@ type config struct {
 	AllowBotMessages   bool          `env:"ALLOW_BOT_MESSAGES" envDefault:"false"`
 	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" envDefault:"25s"`
 	LeaseTTL           time.Duration `env:"LEASE_TTL" envDefault:"20s"`
+	UpdatesPerMinute   int           `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"45"`
 
 	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
@@ -142,6 +143,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		bad("LEASE_TTL must be at least 1s")
+	}
+	if c.UpdatesPerMinute < 1 {
+		bad("SLACK_UPDATES_PER_MINUTE must be at least 1")
 	}
 	if c.MaxConcurrentTurns < 1 {
 		bad("MAX_CONCURRENT_TURNS must be at least 1")

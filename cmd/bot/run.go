@@ -107,6 +107,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		SystemPrompt:       cfg.LLMSystemPrompt,
 		StreamMode:         cfg.StreamMode,
 		EditInterval:       cfg.StreamEditInterval,
+		UpdatesPerMinute:   cfg.UpdatesPerMinute,
 		MaxConcurrentTurns: cfg.MaxConcurrentTurns,
 		UserTurnsPerMinute: cfg.UserTurnsPerMinute,
 		Admins:             cfg.BotAdmins,

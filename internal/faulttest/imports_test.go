@@ -1,0 +1,13 @@
+package faulttest
+
+import (
+	"testing"
+
+	"github.com/bobbinbot/bobbin/internal/importcheck"
+)
+
+func TestImports(t *testing.T) {
+	m := importcheck.Module
+	importcheck.Forbid(t, ".", m+"/bot", m+"/session", m+"/agent", m+"/mcp", m+"/provider", m+"/cmd",
+		importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
+}
