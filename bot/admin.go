@@ -358,8 +358,9 @@ func (b *Bot) mcpAdd(ctx context.Context, team, user, name, url string, headers 
 	}
 	tools, err := b.opts.MCP.Probe(ctx, name, url, headers)
 	if err != nil {
-		b.log.Info("bot: probing an MCP server failed", "team", team, "server", name, "err", err)
-		return EscapeText(fmt.Sprintf("I couldn't use %s at %s: %v.", name, publicURL(url), scrubSecrets(err.Error(), headers))) +
+		msg := scrubSecrets(err.Error(), headers)
+		b.log.Info("bot: probing an MCP server failed", "team", team, "server", name, "err", msg)
+		return EscapeText(fmt.Sprintf("I couldn't use %s at %s: %s.", name, publicURL(url), msg)) +
 			" Nothing was saved. Check the URL and headers, then run `/bobbin mcp add` again."
 	}
 	rec := registrationRecord{V: 1, URL: url}

@@ -484,7 +484,7 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 	}
 	base := cb.Message.Blocks.BlockSet
 	ts := cmpOr(ap.MessageTS, cb.Container.MessageTs)
-	fallback := "Approval for " + EscapeText(cmpOr(ap.Server+"/", "")+ap.Tool)
+	fallback := "Approval for " + EscapeText(ap.Tool)
 	if len(base) == 0 {
 		base = []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType,
 			fmt.Sprintf(":lock: Approval for `%s`", inlineCode(ap.Tool)), false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead))}

@@ -587,3 +587,69 @@ func TestE2ESlashAddModal(t *testing.T) {
 		t.Errorf("not registered: %v", err)
 	}
 }
+
+// Stop while a prompt waits: the approval is withdrawn, the prompt says so,
+// the tool never runs.
+func TestE2EApprovalWithdrawnOnStop(t *testing.T) {
+	e := newApprovalEnv(t, nil)
+	ch := slackemu.ChannelGen
+	p := e.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "write the file", "")
+	pr := e.waitPrompt(ch, p.TS, 1)
+	var stopTS string
+	e.wait("a Stop button", func() bool {
+		for _, m := range e.emu.BotReplies(ch, p.TS) {
+			if hasButton(m, "bobbin_stop") {
+				stopTS = m.TS
+				return true
+			}
+		}
+		return false
+	})
+	e.click(slackemu.UserAlice, ch, stopTS, "bobbin_stop")
+	e.wait("withdrawn prompt", func() bool {
+		return strings.Contains(blocksText(e.message(ch, pr.TS)), "Withdrawn")
+	})
+	m := e.message(ch, pr.TS)
+	if hasButton(m, "bobbin_allow_once") || !strings.Contains(blocksText(m), "stopped by <@"+slackemu.UserAlice+">") {
+		t.Errorf("prompt after Stop: %s", m.Blocks)
+	}
+	pending, err := e.store.PendingApprovals(context.Background(), session.ThreadKey{Team: slackemu.TeamID, Channel: ch, ThreadTS: p.TS})
+	if err != nil || len(pending) != 0 {
+		t.Errorf("pending approvals after Stop: %v, %v", pending, err)
+	}
+	if n := e.tool.calls.Load(); n != 0 {
+		t.Errorf("tool ran %d times after Stop", n)
+	}
+}
+
+// Long arguments: the prompt shows them cut, the modal shows them whole.
+func TestE2EApprovalViewFullArguments(t *testing.T) {
+	e := newApprovalEnv(t, nil)
+	long := strings.Repeat("0123456789", 800) + "END<@U999>"
+	args, _ := json.Marshal(map[string]string{"path": "/tmp/x", "content": long})
+	e.llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
+		if last := r.LastMessage(); last.Role == "tool" {
+			return llmemu.Reply{Text: "Tool said: " + last.Text}
+		}
+		return llmemu.Reply{ToolCalls: []llmemu.ToolCall{{Name: toolName, Arguments: string(args)}}}
+	})
+	ch := slackemu.ChannelGen
+	p := e.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "write a long file", "")
+	pr := e.waitPrompt(ch, p.TS, 1)
+	if strings.Contains(blocksText(pr), "END") || !hasButton(pr, "bobbin_view_args") || !strings.Contains(blocksText(pr), "View full arguments") {
+		t.Fatalf("prompt with long arguments: %s", pr.Blocks)
+	}
+	// Anyone of the workspace may look.
+	e.click(slackemu.UserBob, ch, pr.TS, "bobbin_view_args")
+	var views []slackemu.View
+	e.wait("arguments modal", func() bool { views = e.emu.Views(slackemu.TeamID, slackemu.UserBob); return len(views) > 0 })
+	s := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(views[0].Blocks))
+	if !strings.Contains(s, "END&lt;@U999&gt;") || strings.Contains(s, "<@U999>") {
+		t.Errorf("modal does not show the whole, escaped arguments: …%s", s[max(0, len(s)-300):])
+	}
+	if !hasButton(e.message(ch, pr.TS), "bobbin_allow_once") {
+		t.Error("viewing the arguments closed the prompt")
+	}
+	e.click(slackemu.UserAlice, ch, pr.TS, "bobbin_deny")
+	e.waitFinal(ch, p.TS, 1)
+}
