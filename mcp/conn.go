@@ -38,6 +38,7 @@ type conn struct {
 	closeOnce sync.Once
 	closing   chan struct{}
 	dead      chan struct{} // closed when the session has ended
+	accounted bool          // the end was recorded (guarded by the mount's mu)
 }
 
 func (c *conn) isDead() bool {

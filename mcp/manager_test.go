@@ -449,12 +449,12 @@ func TestMaliciousServer(t *testing.T) {
 
 func TestCancellationReachesServer(t *testing.T) {
 	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "slow", "legacy", nil)}}
+	dir := t.TempDir() // before the manager: removed after the server is stopped
 	m := newTestManager(t, cfg, nil)
 	tools, err := m.Tools(context.Background(), "T1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -472,12 +472,13 @@ func TestCancellationReachesServer(t *testing.T) {
 func TestCallTimeout(t *testing.T) {
 	sc := testServerConfig(t, "slow", "legacy", nil)
 	sc.Timeout = 300 * time.Millisecond
+	dir := t.TempDir() // before the manager: removed after the server is stopped
 	m := newTestManager(t, &Config{Servers: []ServerConfig{sc}}, nil)
 	tools, err := m.Tools(context.Background(), "T1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = call(t, toolByName(t, tools, "slow__wait"), fmt.Sprintf(`{"dir":%q}`, t.TempDir()))
+	_, err = call(t, toolByName(t, tools, "slow__wait"), fmt.Sprintf(`{"dir":%q}`, dir))
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("err = %v, want a timeout", err)
 	}

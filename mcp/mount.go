@@ -89,10 +89,13 @@ func (mt *mount) connLocked(ctx context.Context, wait bool) (*conn, error) {
 		mt.mu.Unlock()
 		return nil, errors.New("server closed")
 	}
-	if c := mt.conn; c != nil && !c.isDead() {
-		mt.lastUsed = time.Now()
-		mt.mu.Unlock()
-		return c, nil
+	if c := mt.conn; c != nil {
+		if !c.isDead() {
+			mt.lastUsed = time.Now()
+			mt.mu.Unlock()
+			return c, nil
+		}
+		mt.markDeadLocked(c, nil)
 	}
 	until := time.Until(mt.retryAt)
 	lastErr := mt.lastErr
@@ -161,29 +164,12 @@ func (mt *mount) watch(c *conn) {
 	}
 	c.close()
 	mt.mu.Lock()
-	if mt.conn != c {
-		mt.mu.Unlock()
-		return
-	}
-	mt.conn = nil
-	mt.restarts++
-	mt.failures++
-	delay := backoff(mt.failures)
-	mt.retryAt = time.Now().Add(delay)
-	reason := "connection closed"
-	if c.proc != nil && c.proc.exited() && c.proc.err != nil {
-		reason = "exited: " + c.proc.err.Error()
-	} else if err != nil {
-		reason = err.Error()
-	}
-	mt.lastErr = errors.New(reason)
-	mt.stale = true
+	delay, first := mt.markDeadLocked(c, err)
 	recent := time.Since(mt.lastUsed) < mt.m.opts.IdleTimeout
+	replaced := mt.conn != nil
 	closed := mt.closed
 	mt.mu.Unlock()
-	mt.m.log.Warn("mcp server went away", "team", mt.team, "server", mt.cfg.Name,
-		"reason", reason, "restart_in", delay)
-	if closed || !recent || c.proc == nil {
+	if !first || closed || !recent || replaced || c.proc == nil {
 		return
 	}
 	t := time.NewTimer(delay)
@@ -207,6 +193,34 @@ func (mt *mount) watch(c *conn) {
 	if _, err := mt.list(ctx, false); err != nil {
 		mt.m.log.Warn("mcp server restart failed", "team", mt.team, "server", mt.cfg.Name, "err", err)
 	}
+}
+
+// markDeadLocked records, once per connection, that c ended by itself:
+// whichever notices first (the watcher, or a caller finding it dead) counts
+// the restart and sets the back-off. The caller holds mt.mu.
+func (mt *mount) markDeadLocked(c *conn, err error) (time.Duration, bool) {
+	if c.accounted {
+		return 0, false
+	}
+	c.accounted = true
+	if mt.conn == c {
+		mt.conn = nil
+	}
+	mt.restarts++
+	mt.failures++
+	delay := backoff(mt.failures)
+	mt.retryAt = time.Now().Add(delay)
+	reason := "connection closed"
+	if c.proc != nil && c.proc.exited() && c.proc.err != nil {
+		reason = "exited: " + c.proc.err.Error()
+	} else if err != nil {
+		reason = err.Error()
+	}
+	mt.lastErr = errors.New(reason)
+	mt.stale = true
+	mt.m.log.Warn("mcp server went away", "team", mt.team, "server", mt.cfg.Name,
+		"reason", reason, "restart_in", delay)
+	return delay, true
 }
 
 func (mt *mount) toolsChanged() {
@@ -362,11 +376,16 @@ func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.Cal
 			return nil, err
 		}
 		res, err := c.cs.CallTool(ctx, params)
-		// go-sdk refuses a call on a session that is already going down
-		// ("client is closing", an internal jsonrpc2 error) without sending
-		// it, so one retry on a fresh connection cannot run the tool twice.
-		if err != nil && attempt == 0 && ctx.Err() == nil && strings.Contains(err.Error(), "client is closing") {
-			mt.fail(c, err)
+		// go-sdk refuses a call started on a session whose reader already
+		// failed ("client is closing", an internal jsonrpc2 error) without
+		// sending it; calls in flight fail with the read error instead. So
+		// one retry on a fresh connection cannot run the tool twice.
+		if err != nil && attempt == 0 && ctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) &&
+			strings.Contains(err.Error(), "client is closing") {
+			mt.mu.Lock()
+			mt.markDeadLocked(c, err)
+			mt.mu.Unlock()
+			c.close()
 			continue
 		}
 		return res, err
