@@ -140,3 +140,43 @@ func TestKillReplicaMidStream(t *testing.T) {
 		t.Errorf("takeover p95 %v, want ≤ %v (lease TTL + 5 s)", s.p95, target)
 	}
 }
+
+// TestGracefulHandover: SIGTERM to the replica streaming answers. It stops
+// taking envelopes, gives its turns half the grace period, then cancels
+// them (they checkpoint) and hands their leases over; the other replica
+// resumes them at once, without waiting for a lease to expire. The old
+// replica exits within its grace period; every thread ends with one
+// complete answer.
+func TestGracefulHandover(t *testing.T) {
+	const grace = 4 * time.Second
+	threads := pick(4, 12)
+	c := newCluster(t, clusterOpts{words: 150, interval: 60 * time.Millisecond,
+		env: map[string]string{"SHUTDOWN_GRACE": grace.String(), "LEASE_TTL": "20s"}})
+	rs := []*replica{c.start(), c.start()}
+	roots := c.startThreads(0, threads)
+	c.waitFor("every thread streaming", 60*time.Second, func() bool { return c.streaming(roots) })
+
+	victim, active := busiest(rs)
+	term := time.Now()
+	victim.p.signal(syscall.SIGTERM)
+	if !victim.p.wait(grace + 10*time.Second) {
+		t.Fatalf("replica did not exit within %v of SIGTERM", grace+10*time.Second)
+	}
+	exited := time.Since(term)
+	c.waitFor("every thread answered after the handover", 120*time.Second, func() bool { return c.answered(roots) })
+	o := c.tally(roots, term)
+	s := summarize(o.takeover)
+	report(t, "sigterm-handover", "threads", threads, "victim_active_turns", active, "shutdown_grace", grace,
+		"exit_after", exited.Round(time.Millisecond), "handed_over", o.interrupted, "resume_after_sigterm", s,
+		"lease_ttl", "20s", "lost", o.lost, "duplicate_final_replies", o.duplicates, "stale_edits", o.staleEdits)
+	if o.lost != 0 || o.duplicates != 0 {
+		t.Errorf("lost=%d duplicates=%d after SIGTERM; want 0 and 0", o.lost, o.duplicates)
+	}
+	if active > 0 && o.interrupted == 0 {
+		t.Errorf("the stopped replica ran %v turns but none was handed over", active)
+	}
+	// Handed over, not expired: resumed well before the 20 s lease TTL.
+	if s.max > 20*time.Second {
+		t.Errorf("turns resumed %v after SIGTERM: the lease TTL, not the handover, freed them", s.max)
+	}
+}
