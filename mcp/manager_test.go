@@ -719,3 +719,28 @@ func TestHTTPHeaders(t *testing.T) {
 		}
 	}
 }
+
+func TestCloseDuringCall(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "slow", "legacy", nil)}}
+	m := NewManager(Options{Config: cfg, Getenv: testGetenv(nil)})
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := toolByName(t, tools, "slow__wait").Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"dir":%q}`, dir)))
+		errc <- err
+	}()
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, "started")); return err == nil })
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err == nil {
+		t.Error("the call survived Close")
+	}
+	if _, err := toolByName(t, tools, "slow__echo").Call(context.Background(), json.RawMessage(`{"message":"x"}`)); err == nil {
+		t.Error("a call after Close succeeded")
+	}
+}

@@ -375,7 +375,7 @@ func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.Cal
 		if err != nil {
 			return nil, err
 		}
-		res, err := c.cs.CallTool(ctx, params)
+		res, err := callOn(ctx, c, params)
 		// go-sdk refuses a call started on a session whose reader already
 		// failed ("client is closing", an internal jsonrpc2 error) without
 		// sending it; calls in flight fail with the read error instead. So
@@ -390,6 +390,27 @@ func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.Cal
 		}
 		return res, err
 	}
+}
+
+// callOn runs the call on c, cancelled when c is closed: go-sdk's Close
+// waits for calls in flight, which a hung server would never answer.
+func callOn(ctx context.Context, c *conn, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // ends with the call
+		select {
+		case <-c.closing:
+			cancel()
+		case <-done:
+		}
+	}()
+	res, err := c.cs.CallTool(ctx, params)
+	if err != nil && c.intentional() {
+		return nil, fmt.Errorf("server connection closed during the call: %w", err)
+	}
+	return res, err
 }
 
 // liveConn returns the connection, reconnecting when there is none or the
