@@ -168,40 +168,54 @@ func (a *threadApprover) resume(ctx context.Context, callID string) (session.App
 	return session.Approval{}, false
 }
 
-// abandon handles the turn's context ending while the prompt is open. On
-// shutdown or a lost lease the approval stays pending: the next holder of
-// the thread resumes and waits on it. Otherwise (Stop, the agent's own
-// timeout) it is closed and the prompt updated.
+// abandon handles the turn's context ending while the prompt is open. When
+// the thread's lease was lost the approval stays pending: the new holder
+// resumes the turn from the transcript (where this call has no result yet)
+// and waits on the same prompt. Otherwise (Stop, shutdown, the agent's own
+// timeout) the agent records the call as not run, so the approval is
+// closed and the prompt updated.
 func (a *threadApprover) abandon(ctx context.Context, ap session.Approval, p prompt) error {
 	cause := context.Cause(ctx)
-	if errors.Is(cause, errShutdown) || errors.Is(cause, session.ErrLeaseLost) {
+	if errors.Is(cause, session.ErrLeaseLost) {
 		return ctx.Err()
 	}
-	state, by := session.ApprovalWithdrawn, ""
+	state, by, status := session.ApprovalWithdrawn, "", ""
 	var stop stopCause
 	switch {
 	case errors.As(cause, &stop):
 		by = stop.user
+	case errors.Is(cause, errShutdown):
+		status = ":black_square_for_stop: Withdrawn: the bot restarted before anyone answered. I'll ask again if the tool is still needed."
 	case errors.Is(cause, context.DeadlineExceeded):
 		state = session.ApprovalExpired
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	got, _, err := a.b.control().Decide(dctx, ap.ID, state, by)
+	got, won, err := a.b.control().Decide(dctx, ap.ID, state, by)
 	if err != nil {
 		a.b.log.Warn("bot: closing an abandoned approval failed", "approval", ap.ID, "err", err)
 		return ctx.Err()
 	}
-	a.settle(dctx, got, p)
+	if !won {
+		return ctx.Err() // a click got there first and updated the prompt
+	}
+	if status == "" {
+		status = statusLine(got)
+	}
+	a.settleWith(dctx, got, p, status)
 	return ctx.Err()
 }
 
 // settle updates the prompt for an approval this turn closed (expired or
 // withdrawn) and audits it; clicks update their own prompt.
 func (a *threadApprover) settle(ctx context.Context, got session.Approval, p prompt) {
+	a.settleWith(ctx, got, p, statusLine(got))
+}
+
+func (a *threadApprover) settleWith(ctx context.Context, got session.Approval, p prompt, status string) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	a.b.updatePrompt(uctx, got.Channel, got.MessageTS, p.fallback(), p.closedBlocks(statusLine(got), nil))
+	a.b.updatePrompt(uctx, got.Channel, got.MessageTS, p.fallback(), p.closedBlocks(status, nil))
 	a.b.audit(uctx, got.Team, map[string]string{
 		"event": auditDecision, "channel": got.Channel, "thread": got.ThreadTS, "user": got.Requester,
 		"by": got.DecidedBy, "server": got.Server, "tool": got.Tool, "args_digest": got.ArgsDigest,

@@ -653,3 +653,24 @@ func TestE2EApprovalViewFullArguments(t *testing.T) {
 	e.click(slackemu.UserAlice, ch, pr.TS, "bobbin_deny")
 	e.waitFinal(ch, p.TS, 1)
 }
+
+// A bot shutting down while a prompt waits closes it: the agent records the
+// call as interrupted, so a later click must not look like it ran the tool.
+func TestE2EApprovalWithdrawnOnShutdown(t *testing.T) {
+	e := newApprovalEnv(t, nil)
+	ch := slackemu.ChannelGen
+	p := e.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "write the file", "")
+	pr := e.waitPrompt(ch, p.TS, 1)
+	e.stop()
+	m := e.message(ch, pr.TS)
+	if hasButton(m, "bobbin_allow_once") || !strings.Contains(blocksText(m), "the bot restarted") {
+		t.Errorf("prompt after shutdown: %s", m.Blocks)
+	}
+	pending, err := e.store.PendingApprovals(context.Background(), session.ThreadKey{Team: slackemu.TeamID, Channel: ch, ThreadTS: p.TS})
+	if err != nil || len(pending) != 0 {
+		t.Errorf("pending approvals after shutdown: %v, %v", pending, err)
+	}
+	if n := e.tool.calls.Load(); n != 0 {
+		t.Errorf("tool ran %d times", n)
+	}
+}

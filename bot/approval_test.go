@@ -1,8 +1,13 @@
 package bot
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -218,4 +224,47 @@ func FuzzApprovalPayload(f *testing.F) {
 			}
 		}
 	})
+}
+
+type nopRunner struct{}
+
+func (nopRunner) Run(context.Context, agent.Turn) (agent.Result, error) { return agent.Result{}, nil }
+
+// A turn resumed on another replica waits on the prompt its predecessor
+// posted instead of asking twice.
+func TestApproverResumesPendingPrompt(t *testing.T) {
+	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	t.Cleanup(emu.Close)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	store, err := session.Open(context.Background(), session.Options{URL: os.Getenv("REDIS_URL"), Prefix: "apr" + hex.EncodeToString(rnd[:])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	b, err := New(Options{BotToken: slackemu.BotToken, AppToken: slackemu.AppToken, APIURL: emu.APIURL(), Store: store, Agent: nopRunner{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: "1700000000.000100"}
+	ap, err := store.CreateApproval(context.Background(), session.Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
+		Requester: slackemu.UserAlice, Tool: "gh__create_issue", CallID: "call_1", Expires: time.Now().Add(1500 * time.Millisecond), MessageTS: "1700000001.000200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nobody answers: the resumed wait ends with the prompt's own expiry
+	// (PendingApprovals lists it even when the resume comes after that).
+	d, err := b.approverFor(k, slackemu.UserAlice).Approve(context.Background(), approvalRequest(`{"a":1}`, agent.Hints{}))
+	if !errors.Is(err, errApprovalExpired) || d != agent.Deny {
+		t.Errorf("Approve = %v, %v; want deny, expired", d, err)
+	}
+	if got, err := store.GetApproval(context.Background(), ap.ID); err != nil || got.State != session.ApprovalExpired {
+		t.Errorf("approval after the wait: %+v, %v", got, err)
+	}
+	if n := len(emu.Calls("chat.update")); n == 0 {
+		t.Error("the resumed prompt was not updated")
+	}
+	if n := len(emu.Calls("chat.postMessage")); n != 0 {
+		t.Errorf("a resumed approval posted %d new prompts", n)
+	}
 }

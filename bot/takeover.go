@@ -251,8 +251,9 @@ func (b *Bot) resumeTurn(ctx context.Context, lease *session.Lease, meta session
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
 		System:      meta.System,
 		History:     history,
-		Tools:       tools,
+		Tools:       b.auditTools(k, meta.RequesterID, tools),
 		Grants:      meta.Grants,
+		Approver:    b.approverFor(k, meta.RequesterID),
 		Observer:    r,
 		Checkpoint:  checkpoint,
 		Calibration: meta.Calibration,
