@@ -134,6 +134,7 @@ type Bot struct {
 
 	sockets  atomic.Int32
 	draining atomic.Bool
+	cool     cooldown // socket back-off after too_many_websockets
 
 	// workers tracks thread workers (they outlive a socket connection).
 	workers sync.WaitGroup

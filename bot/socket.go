@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 )
@@ -25,6 +24,11 @@ const ackBudget = 2500 * time.Millisecond
 func (b *Bot) superviseSocket(ctx, turnCtx context.Context, n int) {
 	backoff := time.Second
 	for ctx.Err() == nil {
+		// After too_many_websockets no socket opens for a while
+		// (connections.go).
+		if !b.cool.wait(ctx) {
+			return
+		}
 		start := time.Now()
 		err := b.runSocket(ctx, turnCtx, n)
 		if ctx.Err() != nil {
@@ -45,17 +49,12 @@ func (b *Bot) superviseSocket(ctx, turnCtx context.Context, n int) {
 // envelope is handed to a bounded admission step (record, then ack) so the
 // reader never stalls.
 func (b *Bot) runSocket(ctx, turnCtx context.Context, n int) error {
-	dialer := &websocket.Dialer{
-		Proxy:            http.ProxyFromEnvironment,
-		HandshakeTimeout: 10 * time.Second,
-		WriteBufferSize:  32 * 1024,
-	}
-	client := socketmode.New(b.api,
-		socketmode.OptionDialer(dialer),
-		socketmode.OptionPingInterval(b.opts.PingInterval),
-	)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	client := socketmode.New(b.api,
+		socketmode.OptionDialer(b.socketDialer(cancel)),
+		socketmode.OptionPingInterval(b.opts.PingInterval),
+	)
 	runErr := make(chan error, 1)
 	go func() { runErr <- client.RunContext(sctx) }()
 

@@ -46,6 +46,7 @@ type config struct {
 	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" envDefault:"25s"`
 	LeaseTTL           time.Duration `env:"LEASE_TTL" envDefault:"20s"`
 	UpdatesPerMinute   int           `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"45"`
+	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
 
 	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
@@ -135,6 +136,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"SESSION_TTL", c.SessionTTL},
 		{"SHUTDOWN_GRACE", c.ShutdownGrace},
 		{"LEASE_TTL", c.LeaseTTL},
+		{"SOCKET_PING_TIMEOUT", c.SocketPingTimeout},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {

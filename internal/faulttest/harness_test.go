@@ -290,6 +290,19 @@ type replica struct {
 // start runs a new replica and waits until /readyz answers 200.
 func (c *cluster) start() *replica {
 	c.t.Helper()
+	r := c.launch()
+	c.waitFor(r.name+" ready", 30*time.Second, func() bool {
+		if r.p.exited() {
+			c.t.Fatalf("replica %s exited: %v\n%s", r.name, r.p.err, r.logTail(30))
+		}
+		return r.ready()
+	})
+	return r
+}
+
+// launch runs a new replica without waiting for it.
+func (c *cluster) launch() *replica {
+	c.t.Helper()
 	c.mu.Lock()
 	c.seq++
 	name := fmt.Sprintf("r%d", c.seq)
@@ -316,12 +329,6 @@ func (c *cluster) start() *replica {
 	c.mu.Lock()
 	c.replicas = append(c.replicas, r)
 	c.mu.Unlock()
-	c.waitFor(name+" ready", 30*time.Second, func() bool {
-		if r.p.exited() {
-			c.t.Fatalf("replica %s exited: %v\n%s", name, r.p.err, r.logTail(30))
-		}
-		return r.ready()
-	})
 	return r
 }
 
