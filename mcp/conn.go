@@ -223,7 +223,7 @@ func dialHTTP(ctx context.Context, p *dialParams) (*conn, error) {
 		}
 	}
 	attempt := func(kind string, opts *mcp.ClientSessionOptions) (*conn, *httpEnv, error) {
-		env := newHTTPEnv(endpoint, headers, checked, p.allowPrivate, p.resolve)
+		env := newHTTPEnv(endpoint, headers, checked, p.allowPrivate, p.resolve, p.maxMessage)
 		var t mcp.Transport
 		if kind == transportSSE {
 			t = &mcp.SSEClientTransport{Endpoint: p.cfg.URL, HTTPClient: env.client, MaxEventSize: p.maxMessage}

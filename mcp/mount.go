@@ -402,12 +402,16 @@ func callOn(ctx context.Context, c *conn, params *mcp.CallToolParams) (*mcp.Call
 	go func() { // ends with the call
 		select {
 		case <-c.closing:
-			cancel()
+			// A session that ended by itself has already failed its calls
+			// with the real cause; cancelling would race with it.
+			if !c.isDead() {
+				cancel()
+			}
 		case <-done:
 		}
 	}()
 	res, err := c.cs.CallTool(ctx, params)
-	if err != nil && c.intentional() {
+	if err != nil && c.intentional() && !c.isDead() {
 		return nil, fmt.Errorf("server connection closed during the call: %w", err)
 	}
 	return res, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -242,7 +243,7 @@ type httpEnv struct {
 	statuses  []int
 }
 
-func newHTTPEnv(endpoint *url.URL, headers map[string]string, checked bool, allowPrivate bool, resolve Resolver) *httpEnv {
+func newHTTPEnv(endpoint *url.URL, headers map[string]string, checked bool, allowPrivate bool, resolve Resolver, maxBody int) *httpEnv {
 	env := &httpEnv{}
 	tr := &http.Transport{
 		Proxy:                 nil,
@@ -259,7 +260,7 @@ func newHTTPEnv(endpoint *url.URL, headers map[string]string, checked bool, allo
 	}
 	env.transport = tr
 	env.client = &http.Client{
-		Transport: &headerTransport{next: tr, host: endpoint.Host, headers: headers, env: env},
+		Transport: &headerTransport{next: tr, host: endpoint.Host, headers: headers, env: env, maxBody: int64(maxBody)},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
@@ -296,6 +297,7 @@ type headerTransport struct {
 	host    string
 	headers map[string]string
 	env     *httpEnv
+	maxBody int64
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -312,6 +314,38 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.env.statuses = append(t.env.statuses, resp.StatusCode)
 		}
 		t.env.statusMu.Unlock()
+		// go-sdk reads JSON response bodies with io.ReadAll; SSE streams are
+		// long-lived and capped per event by the SDK instead.
+		if t.maxBody > 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Body = &limitedBody{rc: resp.Body, left: t.maxBody}
+		}
 	}
 	return resp, err
 }
+
+// limitedBody fails a read once more than its limit has arrived.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("response body larger than the limit")
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left <= 0 && err == nil {
+		// Tell a body that ends exactly at the limit from a longer one.
+		var one [1]byte
+		if m, _ := b.rc.Read(one[:]); m > 0 {
+			return n, fmt.Errorf("response body larger than the limit")
+		}
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

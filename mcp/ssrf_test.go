@@ -3,7 +3,10 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -144,7 +147,7 @@ func TestSafeDialer(t *testing.T) {
 
 func TestRedirectRevalidated(t *testing.T) {
 	u, _ := url.Parse("https://mcp.example.com/mcp")
-	env := newHTTPEnv(u, map[string]string{"Authorization": "Bearer x"}, true, false, stubResolver)
+	env := newHTTPEnv(u, map[string]string{"Authorization": "Bearer x"}, true, false, stubResolver, 1<<20)
 	for _, target := range []string{"https://127.0.0.1/", "http://mcp.example.com/", "https://[::1]/", "https://0x7f.1/"} {
 		req, _ := http.NewRequest("GET", target, nil)
 		if err := env.client.CheckRedirect(req, []*http.Request{{}}); err == nil {
@@ -176,4 +179,37 @@ func FuzzValidateRegistrationURL(f *testing.F) {
 			t.Fatalf("accepted blocked literal %q", raw)
 		}
 	})
+}
+
+func TestResponseBodyCap(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, strings.Repeat("x", atoi(r.URL.Query().Get("n"))))
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	env := newHTTPEnv(u, nil, false, false, nil, 1000)
+	defer env.close()
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{10, true}, {1000, true}, {1001, false}, {5000, false}} {
+		resp, err := env.client.Get(fmt.Sprintf("%s/?n=%d", srv.URL, tc.n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if (err == nil) != tc.ok || (tc.ok && len(b) != tc.n) {
+			t.Errorf("body of %d bytes: read %d, err %v; want ok=%v", tc.n, len(b), err, tc.ok)
+		}
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, r := range s {
+		n = n*10 + int(r-'0')
+	}
+	return n
 }
