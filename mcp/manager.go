@@ -503,6 +503,12 @@ func (m *Manager) Probe(ctx context.Context, name, url string, headers map[strin
 	return out, nil
 }
 
+// ValidateURL is ValidateRegistrationURL with the Manager's
+// AllowPrivateNetworks setting.
+func (m *Manager) ValidateURL(raw string) error {
+	return ValidateRegistrationURL(raw, m.opts.AllowPrivateNetworks)
+}
+
 // Invalidate forgets the team's cached registrations so the next call reads
 // the store (use after a registration changed on this replica).
 func (m *Manager) Invalidate(team string) {

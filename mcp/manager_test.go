@@ -744,3 +744,26 @@ func TestCloseDuringCall(t *testing.T) {
 		t.Error("a call after Close succeeded")
 	}
 }
+
+func TestRegistrationsFromOtherReplicas(t *testing.T) {
+	port := startModernHTTP(t)
+	m := newTestManager(t, nil, func(o *Options) { o.AllowPrivateNetworks = true; o.RegistrationTTL = time.Nanosecond })
+	if err := m.ValidateURL("http://x.test:" + port + "/"); err != nil {
+		t.Fatalf("ValidateURL: %v", err)
+	}
+	ctx := context.Background()
+	if tools, err := m.Tools(ctx, "T1"); err != nil || len(tools) != 0 {
+		t.Fatalf("Tools = %v, %v", toolNames(tools), err)
+	}
+	// Another replica saves a registration: no Invalidate here, the TTL
+	// makes the next call read the store.
+	m.regs.set("T1", Registered{Name: "late", URL: "http://late.test:" + port + "/"})
+	tools, err := m.Tools(ctx, "T1")
+	if err != nil || !slices.Contains(toolNames(tools), "late__echo") {
+		t.Fatalf("Tools = %v, %v", toolNames(tools), err)
+	}
+	m.regs.set("T1")
+	if tools, err := m.Tools(ctx, "T1"); err != nil || len(tools) != 0 {
+		t.Fatalf("after removal Tools = %v, %v", toolNames(tools), err)
+	}
+}
