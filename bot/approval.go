@@ -467,7 +467,7 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 	ap, err := cs.GetApproval(ctx, id)
 	// The prompt is posted just before its record is stored: a very quick
 	// click may arrive in between.
-	for try := 0; errors.Is(err, session.ErrNotFound) && try < 5 && sleepCtx(ctx, 150*time.Millisecond); try++ {
+	for try := 0; errors.Is(err, session.ErrNotFound) && try < 40 && sleepCtx(ctx, 25*time.Millisecond); try++ {
 		ap, err = cs.GetApproval(ctx, id)
 	}
 	switch {

@@ -29,6 +29,8 @@ type fakeTool struct {
 	name  string
 	hints agent.Hints
 	calls atomic.Int32
+	// onCall, when set, is called at the start of each call.
+	onCall func()
 }
 
 func (f *fakeTool) Spec() provider.ToolSpec {
@@ -38,6 +40,9 @@ func (f *fakeTool) Spec() provider.ToolSpec {
 func (f *fakeTool) Hints() agent.Hints { return f.hints }
 func (f *fakeTool) Call(_ context.Context, in json.RawMessage) (string, error) {
 	f.calls.Add(1)
+	if f.onCall != nil {
+		f.onCall()
+	}
 	return "wrote " + string(in), nil
 }
 
@@ -76,7 +81,7 @@ type approvalEnv struct {
 
 const toolName = "files__write"
 
-func newApprovalEnv(t *testing.T, tweak func(*bot.Options)) *approvalEnv {
+func newApprovalEnv(t testing.TB, tweak func(*bot.Options)) *approvalEnv {
 	t.Helper()
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -673,4 +678,34 @@ func TestE2EApprovalWithdrawnOnShutdown(t *testing.T) {
 	if n := e.tool.calls.Load(); n != 0 {
 		t.Errorf("tool ran %d times", n)
 	}
+}
+
+// BenchmarkApprovalClickToRun measures, on the emulator and Redis, the time
+// from an "Allow once" click to the tool starting on the waiting turn (ack,
+// role check, compare-and-set, wake-up through Redis). The click comes as
+// soon as the prompt shows, so it often beats the approval record and pays
+// the short retry for that race.
+func BenchmarkApprovalClickToRun(b *testing.B) {
+	e := newApprovalEnv(b, func(o *bot.Options) { o.UserTurnsPerMinute = 1 << 20 })
+	started := make(chan time.Time, 1)
+	e.tool.onCall = func() { started <- time.Now() }
+	ch := slackemu.ChannelGen
+	var total time.Duration
+	for i := 0; b.Loop(); i++ {
+		p := e.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "write the file", "")
+		pr := e.waitPrompt(ch, p.TS, 1)
+		t0 := time.Now()
+		in, err := e.emu.Click(slackemu.TeamID, slackemu.UserAlice, ch, pr.TS, "bobbin_allow_once", "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += (<-started).Sub(t0)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := in.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		e.waitFinal(ch, p.TS, 1)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/click-to-run")
 }
