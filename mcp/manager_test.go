@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // syncBuffer collects log output from several goroutines.
@@ -765,5 +767,36 @@ func TestRegistrationsFromOtherReplicas(t *testing.T) {
 	m.regs.set("T1")
 	if tools, err := m.Tools(ctx, "T1"); err != nil || len(tools) != 0 {
 		t.Fatalf("after removal Tools = %v, %v", toolNames(tools), err)
+	}
+}
+
+// TestHTTPSilentProbe: an HTTP server that never answers server/discover
+// (the request hangs) is reached with initialize after the probe bound.
+func TestHTTPSilentProbe(t *testing.T) {
+	legacy := newLegacyServer(&lockedWriter{w: io.Discard})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return legacy }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"server/discover"`)) {
+				<-r.Context().Done()
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := &Config{Servers: []ServerConfig{{Name: "hang", URL: srv.URL + "/mcp"}}}
+	m := newTestManager(t, cfg, func(o *Options) { o.ProbeTimeout = time.Second })
+	tools, err := m.Tools(context.Background(), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := call(t, toolByName(t, tools, "hang__echo"), `{"message":"late"}`); err != nil || got != "late" {
+		t.Fatalf("echo = %q, %v", got, err)
+	}
+	if st := statusOf(t, m.Manager, "T1", "hang"); st.Era != EraLegacy || st.Transport != "streamable" {
+		t.Errorf("status = %+v", st)
 	}
 }
