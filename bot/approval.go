@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -219,7 +220,7 @@ func (a *threadApprover) settleWith(ctx context.Context, got session.Approval, p
 	a.b.audit(uctx, got.Team, map[string]string{
 		"event": auditDecision, "channel": got.Channel, "thread": got.ThreadTS, "user": got.Requester,
 		"by": got.DecidedBy, "server": got.Server, "tool": got.Tool, "args_digest": got.ArgsDigest,
-		"decision": got.State, "approval": got.ID,
+		"decision": got.State, "approval": got.ID, "duration_ms": waited(got),
 	})
 }
 
@@ -561,6 +562,7 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 	b.audit(ctx, ap.Team, map[string]string{
 		"event": auditDecision, "channel": ap.Channel, "thread": ap.ThreadTS, "user": ap.Requester, "by": user,
 		"server": ap.Server, "tool": ap.Tool, "args_digest": ap.ArgsDigest, "decision": got.State, "approval": ap.ID,
+		"duration_ms": waited(got),
 	})
 	var buttons []slack.BlockElement
 	if got.State == session.ApprovalAllowSession {
@@ -568,6 +570,14 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 			slack.NewTextBlockObject(slack.PlainTextType, labelRevoke, false, false)))
 	}
 	b.updatePrompt(ctx, ap.Channel, ts, fallback, closeBlocks(base, statusLine(got), buttons))
+}
+
+// waited is how long an approval waited for its decision, in ms.
+func waited(a session.Approval) string {
+	if a.Created.IsZero() || a.DecidedAt.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(a.DecidedAt.Sub(a.Created).Milliseconds(), 10)
 }
 
 // stripEmoji drops the leading :emoji: of a status line.
