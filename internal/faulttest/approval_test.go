@@ -184,3 +184,91 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 		t.Logf("note: Slack's random routing put no click on another replica this run (single %d, double %d)", crossSingle, crossDouble)
 	}
 }
+
+// TestRedisDownDuringApproval: an approval click that arrives while Redis
+// is unreachable is acked with an ephemeral "try again" (Slack does not
+// redeliver clicks); after Redis is back a new click decides, and the tool
+// runs exactly once.
+func TestRedisDownDuringApproval(t *testing.T) {
+	requireEnv(t)
+	act := newActServer(t)
+	cfgPath := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfgPath, []byte("servers:\n  - name: ops\n    url: "+act.url+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, clusterOpts{env: map[string]string{"MCP_CONFIG": cfgPath, "MCP_ALLOW_PRIVATE_NETWORKS": "true"}})
+	c.llm.SetResponder(func(req llmemu.Recorded) llmemu.Reply {
+		id := msgID(req.LastUserText())
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
+			return llmemu.Reply{Text: answer(id, 8)}
+		}
+		return llmemu.Reply{ToolCalls: []llmemu.ToolCall{{Name: req.Tools[0], Arguments: `{"id":"` + id + `"}`}}}
+	})
+	c.start()
+	c.start()
+	roots := c.startThreads(0, 1)
+	root := roots["msg-1"]
+	prompt := func() string {
+		for _, m := range c.emu.BotReplies(slackemu.ChannelGen, root) {
+			if bytes.Contains(m.Blocks, []byte("bobbin_allow_once")) {
+				return m.TS
+			}
+		}
+		return ""
+	}
+	c.waitFor("the approval prompt", 60*time.Second, func() bool { return prompt() != "" })
+
+	c.redis.stop()
+	in, err := c.emu.Click(slackemu.TeamID, slackemu.UserAlice, slackemu.ChannelGen, prompt(), "bobbin_allow_once", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, ackErr := in.Wait(ctx)
+	cancel()
+	tryAgain := false
+	c.waitFor("an ephemeral answer to the click", 20*time.Second, func() bool {
+		for _, e := range c.emu.Ephemerals(slackemu.UserAlice) {
+			if strings.Contains(strings.ToLower(e.Text+e.Markdown+string(e.Blocks)), "try again") {
+				tryAgain = true
+			}
+		}
+		return tryAgain
+	})
+	ranWhileDown := act.executions()["msg-1"]
+	time.Sleep(2 * time.Second)
+	c.redis.start()
+
+	// Click again until the answer arrives (a resumed turn keeps the same
+	// prompt or shows a new one).
+	reclicks := 0
+	ok := poll(60*time.Second, func() bool {
+		if c.answered(roots) {
+			return true
+		}
+		if ts := prompt(); ts != "" && reclicks < 5 {
+			if in, err := c.emu.Click(slackemu.TeamID, slackemu.UserAlice, slackemu.ChannelGen, ts, "bobbin_allow_once", ""); err == nil {
+				reclicks++
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, _ = in.Wait(ctx)
+				cancel()
+			}
+			time.Sleep(time.Second)
+		}
+		return false
+	})
+	if !ok {
+		t.Fatal("no answer after Redis came back")
+	}
+	runs := act.executions()["msg-1"]
+	o := c.tally(roots, time.Now())
+	report(t, "redis-down-click", "click_acked", ackErr == nil, "ephemeral_try_again", tryAgain,
+		"tool_runs_while_down", ranWhileDown, "clicks_after_recovery", reclicks, "tool_runs", runs,
+		"lost", o.lost, "duplicate_replies", o.duplicates)
+	if ackErr != nil || !tryAgain {
+		t.Errorf("click while Redis was down: ack err %v, ephemeral try-again %v; want an ack and an ephemeral", ackErr, tryAgain)
+	}
+	if runs != 1 || ranWhileDown != 0 || o.lost != 0 || o.duplicates != 0 {
+		t.Errorf("tool ran %d times (%d while down), lost=%d duplicates=%d; want exactly once after recovery", runs, ranWhileDown, o.lost, o.duplicates)
+	}
+}

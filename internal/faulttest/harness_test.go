@@ -469,6 +469,17 @@ func (c *cluster) thread(channel, threadTS string) threadState {
 	return st
 }
 
+// settled reports whether every envelope was acked or given up on by
+// Slack (retries exhausted, or an interaction that timed out).
+func (c *cluster) settled() bool {
+	for _, e := range c.emu.Envelopes() {
+		if !e.Acked && !e.Failed {
+			return false
+		}
+	}
+	return true
+}
+
 // llmCalls counts model requests per message id.
 func (c *cluster) llmCalls() map[string]int {
 	out := map[string]int{}

@@ -35,7 +35,7 @@ func TestAckLatencyUnderLoad(t *testing.T) {
 	}
 	tick.Stop()
 	sent := time.Since(start)
-	c.waitFor("every envelope acked or given up", 30*time.Second, func() bool { return c.emu.AckStats().Unacked == 0 })
+	c.waitFor("every envelope acked or given up", 30*time.Second, c.settled)
 	c.waitFor("every mention answered", 120*time.Second, func() bool { return c.answered(roots) })
 
 	var lat []time.Duration
@@ -162,7 +162,7 @@ func TestRollingRestart(t *testing.T) {
 	all := roots
 	cl := clicks
 	mu.Unlock()
-	c.waitFor("every envelope acked or given up", 60*time.Second, func() bool { return c.emu.AckStats().Unacked == 0 })
+	c.waitFor("every envelope acked or given up", 60*time.Second, c.settled)
 	c.waitFor("every mention answered", 120*time.Second, func() bool { return c.answered(all) })
 	lostClicks := 0
 	for _, in := range cl {

@@ -31,7 +31,8 @@ func TestDuplicationStorm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 
 	roots := make([]string, threads)
-	var redelivered, resent int
+	var envelopes []string
+	var redelivered, resent, late int
 	start := time.Now()
 	n := 0
 	for round := range perThread {
@@ -44,6 +45,7 @@ func TestDuplicationStorm(t *testing.T) {
 			if round == 0 {
 				roots[i] = p.TS
 			}
+			envelopes = append(envelopes, p.Envelope)
 			if rng.Float64() < 0.3 {
 				if err := c.emu.Redeliver(p.Envelope); err == nil {
 					redelivered++
@@ -66,10 +68,22 @@ func TestDuplicationStorm(t *testing.T) {
 		})
 	}
 	elapsed := time.Since(start)
+	// Duplicates long after the answer: the same envelopes again and the
+	// same messages under new event ids.
+	for _, e := range envelopes {
+		switch r := rng.Float64(); {
+		case r < 0.1:
+			if c.emu.Redeliver(e) == nil {
+				late++
+			}
+		case r < 0.2:
+			if _, _, err := c.emu.Resend(e); err == nil {
+				late++
+			}
+		}
+	}
 	// Late redeliveries (retries of dropped acks) must change nothing.
-	c.waitFor("every envelope acked or given up", 30*time.Second, func() bool {
-		return c.emu.AckStats().Unacked == 0
-	})
+	c.waitFor("every envelope acked or given up", 30*time.Second, c.settled)
 	time.Sleep(2 * time.Second)
 
 	calls := c.llmCalls()
@@ -96,7 +110,7 @@ func TestDuplicationStorm(t *testing.T) {
 	}
 	stats := c.emu.AckStats()
 	report(t, "duplication-storm", "messages", n, "threads", threads, "replicas", 2,
-		"redelivered_same_envelope", redelivered, "resent_new_event_id", resent,
+		"redelivered_same_envelope", redelivered, "resent_new_event_id", resent, "late_duplicates", late,
 		"timeout_redeliveries", stats.Redeliveries, "envelopes", stats.Envelopes,
 		"turns", turns, "duplicate_turns", dupTurns, "duplicate_replies", dupReplies, "lost", lost,
 		"elapsed", elapsed.Round(time.Millisecond))
