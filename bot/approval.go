@@ -17,6 +17,9 @@ import (
 	"github.com/bobbinbot/bobbin/session"
 )
 
+// This file holds the whole approval flow (the Approver, the prompt's
+// rendering, the click handlers): they change together, hence its length.
+
 // Action ids of the approval buttons; every value is the approval id.
 const (
 	actionAllowOnce   = "bobbin_allow_once"
