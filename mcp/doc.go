@@ -5,6 +5,13 @@
 // (2026-07-28 stateless, else 2025-11-25 initialize), supervises stdio
 // children, pins tool definitions by hash and adapts MCP tools to agent.Tool.
 //
+// Trust boundaries: servers from the operator's file are trusted to point
+// anywhere (a sidecar on localhost is common) and may use ${VARS} of the
+// bot's environment; registered servers are HTTPS only, SSRF-checked at
+// connect time (unless AllowPrivateNetworks) and never see ${VARS}
+// expanded. Tool annotations are hints; the operator's allow/deny lists and
+// trusted flag decide what may run unasked.
+//
 // It is the only importer of github.com/modelcontextprotocol/go-sdk. It may
 // import agent and provider; it must never import bot, session, slack-go or
 // go-redis (cmd/bot adapts the session store to RegistrationStore/PinStore).
