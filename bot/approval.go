@@ -742,3 +742,23 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 	}
 	return nil, false
 }
+
+// withdrawApprovals closes the thread's open prompts, for a Stop click that
+// reached a replica not running the turn: the waiting turn, wherever it
+// runs, wakes, does not run the calls and updates its prompts.
+func (b *Bot) withdrawApprovals(ctx context.Context, k session.ThreadKey, by string) {
+	cs := b.control()
+	if cs == nil {
+		return
+	}
+	pending, err := cs.PendingApprovals(ctx, k)
+	if err != nil {
+		b.log.Warn("bot: listing open approvals failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+		return
+	}
+	for _, ap := range pending {
+		if _, _, err := cs.Decide(ctx, ap.ID, session.ApprovalWithdrawn, by); err != nil {
+			b.log.Warn("bot: withdrawing an approval failed", "approval", ap.ID, "err", err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -336,15 +337,7 @@ func TestE2EApprovalOthersCannotDecide(t *testing.T) {
 // run the tool once.
 func TestE2EApprovalDoubleClickTwoReplicas(t *testing.T) {
 	e := newApprovalEnv(t, nil)
-	second, err := bot.New(e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- second.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	e.wait("second replica connected", func() bool { return second.Ready(context.Background()) == nil })
+	e.startReplica(t)
 
 	ch := slackemu.ChannelGen
 	p := e.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "write the file", "")
@@ -593,10 +586,33 @@ func TestE2ESlashAddModal(t *testing.T) {
 	}
 }
 
+// startReplica runs a second bot on the same Slack and Redis.
+func (e *approvalEnv) startReplica(t *testing.T) {
+	t.Helper()
+	second, err := bot.New(e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- second.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.wait("second replica connected", func() bool { return second.Ready(context.Background()) == nil })
+}
+
 // Stop while a prompt waits: the approval is withdrawn, the prompt says so,
-// the tool never runs.
+// the tool never runs, whichever replica the click reaches.
 func TestE2EApprovalWithdrawnOnStop(t *testing.T) {
+	for _, replicas := range []int{1, 2} {
+		t.Run(fmt.Sprint(replicas, " replicas"), func(t *testing.T) { testWithdrawnOnStop(t, replicas) })
+	}
+}
+
+func testWithdrawnOnStop(t *testing.T, replicas int) {
 	e := newApprovalEnv(t, nil)
+	if replicas > 1 {
+		e.startReplica(t)
+	}
 	ch := slackemu.ChannelGen
 	p := e.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "write the file", "")
 	pr := e.waitPrompt(ch, p.TS, 1)

@@ -520,6 +520,7 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 	}
 	if !b.cancels.cancel(k, stopCause{user: user}) {
 		b.log.Debug("bot: stop clicked for a turn not running here", threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+		b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
 	}
 }
 
