@@ -229,7 +229,7 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 		forget()
 		return true
 	}
-	leased, err := b.store.Enqueue(ctx, m.key(), payload)
+	leased, err := b.enqueue(ctx, m.key(), payload)
 	if errors.Is(err, session.ErrQueueFull) {
 		log.Warn("bot: thread queue full; dropping message")
 		b.ephemeral(ctx, m, "This thread has too many messages waiting; please try again in a little while.")

@@ -301,3 +301,19 @@ func (b *Bot) resumeTurn(ctx context.Context, lease *session.Lease, meta session
 	b.m.TurnDuration.Observe(time.Since(start).Seconds())
 	log.Info("bot: resumed turn done", "outcome", outcome, "steps", res.Steps, "duration", time.Since(start).Round(time.Millisecond).String())
 }
+
+// markedEnqueuer is session.Store's EnqueueMarked.
+type markedEnqueuer interface {
+	EnqueueMarked(ctx context.Context, k session.ThreadKey, payload []byte) (bool, error)
+}
+
+// enqueue queues a message for thread k and, with a store that can, marks
+// the thread in the active-turns index in the same round trip: if this
+// replica dies before a worker acquires the thread (turn slots may all be
+// busy), another replica's orphan scan still finds the message.
+func (b *Bot) enqueue(ctx context.Context, k session.ThreadKey, payload []byte) (leased bool, err error) {
+	if me, ok := b.store.(markedEnqueuer); ok {
+		return me.EnqueueMarked(ctx, k, payload)
+	}
+	return b.store.Enqueue(ctx, k, payload)
+}

@@ -69,3 +69,34 @@ func (s *Store) ReplyOf(ctx context.Context, k ThreadKey, turnID string) (string
 	}
 	return ts, nil
 }
+
+// EnqueueMarked is Enqueue that also records the thread in the
+// active-turns index (if it is not there yet), in the same round trip. A
+// replica that queued a message and died before acquiring the thread
+// leaves it findable: Orphans lists it once no lease is held, and whoever
+// acquires it drains the queue. A mark left behind is harmless (Orphans
+// prunes entries whose thread has no state).
+func (s *Store) EnqueueMarked(ctx context.Context, k ThreadKey, payload []byte) (leased bool, err error) {
+	if err := k.validate(); err != nil {
+		return false, err
+	}
+	var enq *redis.Cmd
+	err = s.pipelined(ctx, func(pipe redis.Pipeliner) {
+		pipe.ZAddNX(ctx, s.k.active(), redis.Z{Score: 0, Member: k.String()})
+		enq = enqueueScript.EvalSha(ctx, pipe, s.k.thread(k).list(), s.opt.SessionTTL.Milliseconds(), MaxQueue, payload)
+	}, enqueueScript)
+	if err != nil {
+		return false, s.wrap("enqueue "+k.String(), err)
+	}
+	res, err := enq.Int64Slice()
+	if err != nil {
+		return false, s.wrap("enqueue "+k.String(), err)
+	}
+	if len(res) != 2 {
+		return false, fmt.Errorf("session: enqueue %s: unexpected reply %v", k, res)
+	}
+	if res[0] == 0 {
+		return res[1] == 1, fmt.Errorf("session: enqueue %s: %w", k, ErrQueueFull)
+	}
+	return res[1] == 1, nil
+}

@@ -52,3 +52,38 @@ func TestSaveReplyFencedAndPerTurn(t *testing.T) {
 	}
 	_ = b.Release(ctx)
 }
+
+// TestEnqueueMarkedIsFoundByOrphans: a message queued by a replica that
+// died before acquiring the thread is found by the orphan scan.
+func TestEnqueueMarkedIsFoundByOrphans(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	leased, err := s.EnqueueMarked(ctx, k, []byte("hello"))
+	if err != nil || leased {
+		t.Fatalf("EnqueueMarked = %v, %v; want not leased, no error", leased, err)
+	}
+	orph, err := s.Orphans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameKeys(orph, []ThreadKey{k}) {
+		t.Fatalf("Orphans = %v, want [%v]", orph, k)
+	}
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := s.Dequeue(ctx, k, l.Token()); err != nil || !ok || string(p) != "hello" {
+		t.Fatalf("Dequeue = %q, %v, %v", p, ok, err)
+	}
+	if leased, err := s.EnqueueMarked(ctx, k, []byte("more")); err != nil || !leased {
+		t.Fatalf("EnqueueMarked while leased = %v, %v; want leased", leased, err)
+	}
+	if orph, _ := s.Orphans(ctx); len(orph) != 0 {
+		t.Errorf("Orphans while the lease is held = %v, want none", orph)
+	}
+	if _, err := l.ReleaseIfIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
