@@ -445,9 +445,25 @@ type threadState struct {
 	bot         []slackemu.Message
 }
 
-func (c *cluster) thread(channel, threadTS string) threadState {
+// threads reads a whole channel once and returns each thread's state by
+// thread ts (cheaper than thread() per thread when there are thousands).
+func (c *cluster) threads(channel string) map[string]threadState {
+	byThread := map[string][]slackemu.Message{}
+	for _, m := range c.emu.Messages(channel) {
+		if m.IsBot() && m.ThreadTS != "" && m.TS != m.ThreadTS {
+			byThread[m.ThreadTS] = append(byThread[m.ThreadTS], m)
+		}
+	}
+	out := make(map[string]threadState, len(byThread))
+	for ts, ms := range byThread {
+		out[ts] = stateOf(ms)
+	}
+	return out
+}
+
+func stateOf(msgs []slackemu.Message) threadState {
 	st := threadState{complete: map[string]int{}}
-	for _, m := range c.emu.BotReplies(channel, threadTS) {
+	for _, m := range msgs {
 		if m.Deleted {
 			continue
 		}

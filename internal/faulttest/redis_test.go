@@ -87,9 +87,10 @@ func TestRedisDown(t *testing.T) {
 	rs := []*replica{c.start(), c.start()}
 	warm := c.startThreads(0, 3)
 	c.waitFor("warm-up answers", 60*time.Second, func() bool { return c.answered(warm) })
-	goBefore := 0.0
+	goBefore, rssBefore := 0.0, 0.0
 	for _, r := range rs {
 		goBefore += r.metric("go_goroutines")
+		rssBefore += r.metric("process_resident_memory_bytes")
 	}
 
 	downAt := time.Now()
@@ -129,9 +130,10 @@ func TestRedisDown(t *testing.T) {
 			redeliveries += len(e.Deliveries) - 1
 		}
 	}
-	goAfter, crashed := 0.0, 0
+	goAfter, rssAfter, crashed := 0.0, 0.0, 0
 	for _, r := range rs {
 		goAfter += r.metric("go_goroutines")
+		rssAfter += r.metric("process_resident_memory_bytes")
 		if r.p.exited() {
 			crashed++
 		}
@@ -139,7 +141,8 @@ func TestRedisDown(t *testing.T) {
 	report(t, "redis-down", "outage", outage, "events_during", events, "acked_while_down", ackedDuring,
 		"redeliveries", redeliveries, "answered_after", events-lost, "recovered_in", recovered.Round(time.Millisecond),
 		"duplicate_turns", dupTurns, "duplicate_replies", dups, "lost", lost, "crashed", crashed,
-		"goroutines_before", goBefore, "goroutines_after", goAfter)
+		"goroutines_before", goBefore, "goroutines_after", goAfter,
+		"rss_mib_before", int(rssBefore/(1<<20)), "rss_mib_after", int(rssAfter/(1<<20)))
 	if ackedDuring != 0 {
 		t.Errorf("%d events were acked while Redis was down; want none (Slack must redeliver them)", ackedDuring)
 	}

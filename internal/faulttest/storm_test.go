@@ -58,8 +58,9 @@ func TestDuplicationStorm(t *testing.T) {
 			}
 		}
 		c.waitFor(fmt.Sprintf("round %d answered", round+1), 90*time.Second, func() bool {
+			all := c.threads(slackemu.ChannelGen)
 			for i := range threads {
-				st := c.thread(slackemu.ChannelGen, roots[i])
+				st := all[roots[i]]
 				if st.complete[ids[i]] == 0 || st.live > 0 {
 					return false
 				}
@@ -88,8 +89,9 @@ func TestDuplicationStorm(t *testing.T) {
 
 	calls := c.llmCalls()
 	var lost, dupReplies, dupTurns, turns int
+	all := c.threads(slackemu.ChannelGen)
 	for i := range threads {
-		st := c.thread(slackemu.ChannelGen, roots[i])
+		st := all[roots[i]]
 		for r := range perThread {
 			id := fmt.Sprintf("msg-%d", r*threads+i+1)
 			switch st.complete[id] {

@@ -26,9 +26,10 @@ func (c *cluster) startThreads(from, n int) map[string]string {
 
 // streaming reports whether every thread shows part of its answer.
 func (c *cluster) streaming(roots map[string]string) bool {
+	all := c.threads(slackemu.ChannelGen)
 	for id, root := range roots {
 		found := false
-		for _, m := range c.thread(slackemu.ChannelGen, root).bot {
+		for _, m := range all[root].bot {
 			if strings.Contains(m.Visible(), "Answer to "+id) {
 				found = true
 			}
@@ -43,8 +44,9 @@ func (c *cluster) streaming(roots map[string]string) bool {
 // answered reports whether every thread shows its complete answer and
 // nothing is still streaming.
 func (c *cluster) answered(roots map[string]string) bool {
+	all := c.threads(slackemu.ChannelGen)
 	for id, root := range roots {
-		st := c.thread(slackemu.ChannelGen, root)
+		st := all[root]
 		if st.complete[id] == 0 || st.live > 0 {
 			return false
 		}
@@ -62,8 +64,9 @@ type outcome struct {
 // latency: when the half-streamed message was marked).
 func (c *cluster) tally(roots map[string]string, since time.Time) outcome {
 	var o outcome
+	all := c.threads(slackemu.ChannelGen)
 	for id, root := range roots {
-		st := c.thread(slackemu.ChannelGen, root)
+		st := all[root]
 		switch n := st.complete[id]; {
 		case n == 0:
 			o.lost++
