@@ -5,8 +5,9 @@
 // smoothing over the servers' differences (where usage arrives, tool-call
 // indexing, reasoning fields, mid-stream error shapes).
 //
-// Request shaping, in short: leading system messages stay system; a later
-// one is sent as a user message unless Options.MidConversationSystem; a user
+// Request shaping, in short: leading system messages become one system
+// message; a later one or a compaction summary is sent as a user message
+// unless Options.MidConversationSystem; a user
 // message whose speaker is known starts with "[Name (ID)] " (or "[Name] ",
 // "[ID] "); each tool result is its own "tool" message; an assistant message
 // with tool calls always carries reasoning_content (DeepSeek requires it);

@@ -117,8 +117,9 @@ func (c *Client) requestBody(req provider.Request) ([]byte, error) {
 }
 
 // messages converts the conversation:
-//   - leading system messages stay system; a later one is a system message
-//     only with MidConversationSystem, else a user message;
+//   - leading system messages are joined into one system message; a later
+//     one, or a compaction summary (Message.Summary) anywhere, is a system
+//     message only with MidConversationSystem, else a user message;
 //   - a user message with a speaker gets the prefix "[Name (ID)] ", "[Name] "
 //     or "[ID] " so the model can tell people in a shared thread apart;
 //   - an assistant message with neither text nor tool calls is dropped;
@@ -145,11 +146,20 @@ func (c *Client) messages(in []provider.Message) []chatMessage {
 		if m.Role != provider.RoleTool {
 			flush()
 		}
-		if m.Role != provider.RoleSystem {
+		if m.Role != provider.RoleSystem || m.Summary {
+			// A compaction summary changes at every compaction: it is
+			// conversation, not system prompt, even right after the prompt.
 			leading = false
 		}
 		switch m.Role {
 		case provider.RoleSystem:
+			if leading && len(out) > 0 {
+				// One system message: local templates (Qwen, Llama, Gemma)
+				// reject a second one even when it directly follows the
+				// first ("System message must be at the beginning.").
+				out[0].Content += "\n\n" + m.Content
+				continue
+			}
 			role := "system"
 			if !leading && !c.opts.MidConversationSystem {
 				role = "user"

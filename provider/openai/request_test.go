@@ -90,7 +90,7 @@ func TestRequestMessages(t *testing.T) {
 		want string
 	}{
 		{
-			name: "system placement: leading kept, later one becomes user",
+			name: "system placement: leading joined, summary and later one become user",
 			msgs: []provider.Message{
 				{Role: provider.RoleSystem, Content: "You are Bobbin."},
 				{Role: provider.RoleSystem, Content: "Be brief."},
@@ -99,9 +99,31 @@ func TestRequestMessages(t *testing.T) {
 				{Role: provider.RoleSystem, Content: "Summary: the user said hi."},
 				{Role: provider.RoleUser, Content: "and?"},
 			},
-			want: `[{"role":"system","content":"You are Bobbin."},{"role":"system","content":"Be brief."},
-				{"role":"system","content":"Summary of earlier turns."},
+			want: `[{"role":"system","content":"You are Bobbin.\n\nBe brief."},
+				{"role":"user","content":"Summary of earlier turns."},
 				{"role":"user","content":"hi"},{"role":"user","content":"Summary: the user said hi."},{"role":"user","content":"and?"}]`,
+		},
+		{
+			// The agent puts its compaction summary right after the system
+			// prompt; a second system message there is a 400 on Qwen-style
+			// templates.
+			name: "compaction summary after the prompt is user text by default",
+			msgs: []provider.Message{
+				{Role: provider.RoleSystem, Content: "You are Bobbin."},
+				{Role: provider.RoleSystem, Content: "Summary.", Summary: true},
+				{Role: provider.RoleUser, Content: "go on"},
+			},
+			want: `[{"role":"system","content":"You are Bobbin."},{"role":"user","content":"Summary."},{"role":"user","content":"go on"}]`,
+		},
+		{
+			name: "compaction summary after the prompt stays system where accepted",
+			opts: Options{MidConversationSystem: true},
+			msgs: []provider.Message{
+				{Role: provider.RoleSystem, Content: "You are Bobbin."},
+				{Role: provider.RoleSystem, Content: "Summary.", Summary: true},
+				{Role: provider.RoleUser, Content: "go on"},
+			},
+			want: `[{"role":"system","content":"You are Bobbin."},{"role":"system","content":"Summary."},{"role":"user","content":"go on"}]`,
 		},
 		{
 			name: "empty assistant message dropped",
