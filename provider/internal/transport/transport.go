@@ -304,30 +304,43 @@ func RetryableStatus(code int) bool {
 		code == http.StatusTooManyRequests || code >= 500
 }
 
+// maxReportedRetryAfter caps a parsed Retry-After: a header like "1e300"
+// or "Inf" must not overflow time.Duration into a negative wait.
+const maxReportedRetryAfter = 24 * time.Hour
+
 // RetryAfter reads the server's requested wait: Retry-After-Ms
 // (milliseconds, OpenAI and Anthropic), else Retry-After as seconds or an
-// HTTP date relative to now.
+// HTTP date relative to now. The result is at most 24 h.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+		if d, ok := parseWait(v, time.Millisecond); ok {
+			return d, true
 		}
 	}
 	v := h.Get("Retry-After")
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
-		if d < 0 {
-			d = 0
-		}
+	if d, ok := parseWait(v, time.Second); ok {
 		return d, true
 	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), maxReportedRetryAfter), true
+	}
 	return 0, false
+}
+
+// parseWait parses a non-negative decimal count of unit, capped at
+// maxReportedRetryAfter.
+func parseWait(v string, unit time.Duration) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 0) { // !(f >= 0) also rejects NaN
+		return 0, false
+	}
+	if f*float64(unit) >= float64(maxReportedRetryAfter) {
+		return maxReportedRetryAfter, true
+	}
+	return time.Duration(f * float64(unit)), true
 }
 
 // delay is the wait before retry n (0-based) after err.

@@ -444,6 +444,13 @@ func TestRetryAfterParse(t *testing.T) {
 		{http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0, true},
 		{http.Header{"Retry-After": {"soon"}}, 0, false},
 		{http.Header{"Retry-After": {"-3"}}, 0, false},
+		{http.Header{"Retry-After": {"NaN"}}, 0, false},
+		// Absurd values are capped instead of overflowing into a negative
+		// duration.
+		{http.Header{"Retry-After": {"1e300"}}, 24 * time.Hour, true},
+		{http.Header{"Retry-After": {"Inf"}}, 24 * time.Hour, true},
+		{http.Header{"Retry-After-Ms": {"9e18"}}, 24 * time.Hour, true},
+		{http.Header{"Retry-After": {now.AddDate(5, 0, 0).Format(http.TimeFormat)}}, 24 * time.Hour, true},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.h), func(t *testing.T) {
