@@ -5,10 +5,8 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/transport"
 )
-
-// maxMessageBytes shortens an endpoint's error message.
-const maxMessageBytes = 512
 
 // retryableType reports whether an Anthropic error type is worth retrying.
 // Mid-stream errors are classified by type only: the HTTP status of the
@@ -19,11 +17,6 @@ func retryableType(typ string) bool {
 		return true
 	}
 	return false
-}
-
-// retryableStatus reports the HTTP statuses retried before the first byte.
-func retryableStatus(status int) bool {
-	return status == 408 || status == 409 || status == 429 || status == 529 || status >= 500
 }
 
 // contextLengthMessage recognizes the endpoint saying the input does not fit,
@@ -45,8 +38,8 @@ func classify(status int, typ, msg string) *provider.APIError {
 		Provider:  "anthropic",
 		Status:    status,
 		Type:      typ,
-		Message:   shorten(msg),
-		Retryable: retryableType(typ) || (status != 0 && retryableStatus(status)),
+		Message:   transport.Shorten(msg),
+		Retryable: retryableType(typ) || (status != 0 && transport.RetryableStatus(status)),
 	}
 	if (typ == "invalid_request_error" || typ == "request_too_large" || status == 400 || status == 413) && contextLengthMessage(msg) {
 		e.ContextLength = true
@@ -65,16 +58,4 @@ func classifyBody(status int, body []byte) *provider.APIError {
 		return classify(status, w.Error.Type, w.Error.Message)
 	}
 	return classify(status, "", strings.TrimSpace(string(body)))
-}
-
-func shorten(s string) string {
-	if len(s) <= maxMessageBytes {
-		return s
-	}
-	// Cut on a rune boundary.
-	i := maxMessageBytes
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }

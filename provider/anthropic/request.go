@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/shape"
 )
 
 // wireRequest is the body of POST /v1/messages.
@@ -160,7 +161,7 @@ func (s *shaper) messages(msgs []provider.Message) {
 			// the Messages API has no mid-conversation system role.
 			s.addText("user", m.Content)
 		case provider.RoleUser:
-			s.addText("user", speakerPrefix(m)+m.Content)
+			s.addText("user", shape.SpeakerPrefix(m)+m.Content)
 		case provider.RoleAssistant:
 			s.assistant(m)
 			if len(m.ToolCalls) == 0 {
@@ -181,20 +182,6 @@ func (s *shaper) messages(msgs []provider.Message) {
 			s.log.Warn("anthropic: dropping message with unknown role", "role", string(m.Role))
 		}
 	}
-}
-
-// speakerPrefix names who wrote a user message, since several people may
-// talk in one thread: "[Alice (U123)] ".
-func speakerPrefix(m provider.Message) string {
-	switch {
-	case m.UserName != "" && m.UserID != "":
-		return "[" + m.UserName + " (" + m.UserID + ")] "
-	case m.UserName != "":
-		return "[" + m.UserName + "] "
-	case m.UserID != "":
-		return "[" + m.UserID + "] "
-	}
-	return ""
 }
 
 func (s *shaper) assistant(m provider.Message) {

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/transport"
 )
 
 // chunk is the part of a chat.completion.chunk we read. Unknown fields
@@ -338,7 +339,7 @@ func probeError(b []byte) error {
 
 // streamError builds the APIError of a mid-stream error.
 func streamError(eb errorBody) *provider.APIError {
-	ae := &provider.APIError{Provider: "openai", Type: eb.Type, Code: codeString(eb.Code), Message: shorten(eb.Message)}
+	ae := &provider.APIError{Provider: "openai", Type: eb.Type, Code: codeString(eb.Code), Message: transport.Shorten(eb.Message)}
 	if ae.Message == "" {
 		ae.Message = "error in stream"
 	}
@@ -403,15 +404,6 @@ var contextPhrases = [...]string{
 	"exceeds the context window",
 }
 
-func shorten(s string) string {
-	const max = 512
-	s = strings.TrimSpace(s)
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
-}
-
 // decodeHTTPError classifies the body of a non-2xx answer for the
 // transport. Shapes: {"error":{...}} (OpenAI, DeepSeek, OpenRouter with a
 // numeric code), {"error":"..."} (Ollama), {"object":"error",...} (vLLM),
@@ -439,7 +431,7 @@ func decodeHTTPError(_ int, body []byte) *provider.APIError {
 			}
 		}
 	}
-	ae := &provider.APIError{Type: eb.Type, Code: codeString(eb.Code), Message: shorten(eb.Message)}
+	ae := &provider.APIError{Type: eb.Type, Code: codeString(eb.Code), Message: transport.Shorten(eb.Message)}
 	classify(ae)
 	return ae
 }

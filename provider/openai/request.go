@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/shape"
 )
 
 type chatRequest struct {
@@ -166,7 +167,7 @@ func (c *Client) messages(in []provider.Message) []chatMessage {
 			}
 			out = append(out, chatMessage{Role: role, Content: m.Content})
 		case provider.RoleUser:
-			out = append(out, chatMessage{Role: "user", Content: speakerPrefix(m) + m.Content})
+			out = append(out, chatMessage{Role: "user", Content: shape.SpeakerPrefix(m) + m.Content})
 		case provider.RoleAssistant:
 			if m.Content == "" && len(m.ToolCalls) == 0 {
 				// An answer interrupted before any text says nothing, and
@@ -217,18 +218,4 @@ func indexCall(calls []provider.ToolCall, id string) int {
 		}
 	}
 	return -1
-}
-
-// speakerPrefix names who wrote a user message: "[Alice (U123)] ",
-// "[Alice] ", "[U123] " or "" when neither is known.
-func speakerPrefix(m provider.Message) string {
-	switch {
-	case m.UserName != "" && m.UserID != "":
-		return "[" + m.UserName + " (" + m.UserID + ")] "
-	case m.UserName != "":
-		return "[" + m.UserName + "] "
-	case m.UserID != "":
-		return "[" + m.UserID + "] "
-	}
-	return ""
 }

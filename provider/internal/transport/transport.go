@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bobbinbot/bobbin/provider"
 )
@@ -267,7 +268,7 @@ func (c *Client) apiError(resp *http.Response, body []byte) *provider.APIError {
 		ae = &provider.APIError{}
 	}
 	if ae.Message == "" {
-		ae.Message = shorten(strings.TrimSpace(string(body)))
+		ae.Message = Shorten(string(body))
 		if ae.Message == "" {
 			ae.Message = http.StatusText(resp.StatusCode)
 		}
@@ -288,13 +289,21 @@ func (c *Client) apiError(resp *http.Response, body []byte) *provider.APIError {
 	return ae
 }
 
-// shorten cuts an unstructured error body to something fit for a log line.
-func shorten(s string) string {
-	const max = 512
-	if len(s) <= max {
+// maxMessageBytes is the longest error message kept from an endpoint.
+const maxMessageBytes = 512
+
+// Shorten trims an endpoint's error message and cuts it, on a rune
+// boundary, to something fit for a log line.
+func Shorten(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= maxMessageBytes {
 		return s
 	}
-	return s[:max] + "…"
+	i := maxMessageBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // RetryableStatus reports whether an HTTP status is worth retrying: 408,

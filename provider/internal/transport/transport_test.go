@@ -477,3 +477,14 @@ func TestScrub(t *testing.T) {
 		t.Errorf("Scrub changed an error without the key")
 	}
 }
+
+func TestShorten(t *testing.T) {
+	long := "  " + strings.Repeat("a", 511) + "é" + strings.Repeat("b", 100)
+	got := Shorten(long)
+	if want := strings.Repeat("a", 511) + "…"; got != want {
+		t.Errorf("Shorten(%d bytes) = %q…, want the 511 a's and an ellipsis (cut before the split rune)", len(long), got[:20])
+	}
+	if got := Shorten(" short \n"); got != "short" {
+		t.Errorf("Shorten(%q) = %q, want %q", " short \n", got, "short")
+	}
+}
