@@ -198,7 +198,9 @@ func (d *decoder) feed(data string) ([]provider.Event, error) {
 			}
 		}
 		for pos := range dl.ToolCalls {
-			d.addCall(&dl.ToolCalls[pos], pos)
+			if err := d.addCall(&dl.ToolCalls[pos], pos); err != nil {
+				return d.events, err
+			}
 		}
 		// A later chunk with finish_reason null (OpenRouter's usage chunk)
 		// must not erase it.
@@ -212,8 +214,12 @@ func (d *decoder) feed(data string) ([]provider.Event, error) {
 	return d.events, nil
 }
 
+// maxCalls bounds the tool calls of one response, so a hostile stream
+// cannot grow the decoder (and addCall's backward search) without limit.
+const maxCalls = 1024
+
 // addCall merges one tool-call fragment.
-func (d *decoder) addCall(t *toolCallDelta, pos int) {
+func (d *decoder) addCall(t *toolCallDelta, pos int) error {
 	idx := pos
 	if t.Index != nil {
 		idx = *t.Index
@@ -229,6 +235,9 @@ func (d *decoder) addCall(t *toolCallDelta, pos int) {
 		}
 	}
 	if slot < 0 || (t.ID != "" && d.calls[slot].id != "" && d.calls[slot].id != t.ID) {
+		if len(d.calls) >= maxCalls {
+			return fmt.Errorf("more than %d tool calls", maxCalls)
+		}
 		d.calls = append(d.calls, callAcc{index: idx})
 		slot = len(d.calls) - 1
 	}
@@ -240,6 +249,7 @@ func (d *decoder) addCall(t *toolCallDelta, pos int) {
 		c.name = t.Function.Name
 	}
 	c.args = append(c.args, t.Function.Arguments...)
+	return nil
 }
 
 // end ends the stream: with sawDone false (EOF without [DONE]) it is

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -349,6 +350,16 @@ func TestStreamErrors(t *testing.T) {
 			body:      chunkLine(`{"content":"half"}`, ""),
 			wantText:  []provider.Event{text("half")},
 			truncated: true,
+		},
+		{
+			name: "more tool calls than the decoder keeps",
+			body: func() string {
+				var b strings.Builder
+				for i := range maxCalls + 1 {
+					b.WriteString(chunkLine(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":"c%d","function":{"name":"f","arguments":"{}"}}]}`, i, i), ""))
+				}
+				return b.String() + done
+			}(),
 		},
 		{
 			name:      "empty body",
