@@ -107,7 +107,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[pro
 				return
 			}
 			if err != nil {
-				yield(provider.Event{}, c.wrap(fmt.Errorf("reading stream: %w", s.Err(err))))
+				yield(provider.Event{}, c.wrap(fmt.Errorf("reading stream: %w", s.ReadError(ctx, err))))
 				return
 			}
 			// Only data events feed the idle watchdog; the SSE reader

@@ -277,6 +277,24 @@ data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}
 				t.Errorf("partial events (-want +got):\n%s", d)
 			}
 		},
+	}, {
+		name: "connection dropped mid-stream is truncated, partial text kept",
+		handlers: []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) {
+			sseBody(`event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hel"}}
+
+`)(w, r)
+			panic(http.ErrAbortHandler) // the server drops the connection mid-body
+		}},
+		wantReqs: 1,
+		check: func(t *testing.T, evs []provider.Event, err error) {
+			if !errors.Is(err, provider.ErrTruncated) {
+				t.Errorf("err = %v, want ErrTruncated", err)
+			}
+			if d := cmp.Diff([]provider.Event{text("Hel")}, evs); d != "" {
+				t.Errorf("partial events (-want +got):\n%s", d)
+			}
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -185,12 +185,7 @@ func (c *Client) jsonInsteadOfStream(ctx context.Context, s *transport.Stream) e
 	return fmt.Errorf("openai: stream: %w: got a JSON body instead of an event stream", provider.ErrTruncated)
 }
 
-// readError wraps a failure to read the body. Unless the caller cancelled,
-// the stream is cut short, so the error also matches provider.ErrTruncated.
+// readError wraps a failure to read the body (see Stream.ReadError).
 func (c *Client) readError(ctx context.Context, s *transport.Stream, err error) error {
-	err = s.Err(err)
-	if ctx.Err() != nil || errors.Is(err, sse.ErrTooLarge) {
-		return fmt.Errorf("openai: stream: %w", err)
-	}
-	return fmt.Errorf("openai: stream: %w: %w", provider.ErrTruncated, err)
+	return fmt.Errorf("openai: stream: %w", s.ReadError(ctx, err))
 }

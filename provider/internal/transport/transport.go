@@ -4,8 +4,8 @@
 // overall timeouts, bounded error-body reading and API-key scrubbing. Each
 // protocol decodes its own stream and classifies its own error JSON.
 //
-// transport may import provider; it must not import agent, bot, session, mcp
-// or any third-party package.
+// transport may import provider and provider/internal/sse; it must not
+// import agent, bot, session, mcp or any third-party package.
 package transport
 
 import (
@@ -26,6 +26,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/sse"
 )
 
 // Defaults for the zero values of provider.ClientOptions.
@@ -502,6 +503,18 @@ func (s *Stream) Err(err error) error {
 		err = fmt.Errorf("%w: %w", cause, err)
 	}
 	return s.scrub(err)
+}
+
+// ReadError translates a failure to read the body (as Err does) for the
+// caller's final error. Unless the caller's ctx ended or the reader refused
+// oversized input, the stream was cut short before its terminal marker, so
+// the result also matches provider.ErrTruncated.
+func (s *Stream) ReadError(ctx context.Context, err error) error {
+	err = s.Err(err)
+	if ctx.Err() != nil || errors.Is(err, sse.ErrTooLarge) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", provider.ErrTruncated, err)
 }
 
 // Close ends the request, stops the timers and releases the connection. It
