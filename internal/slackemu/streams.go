@@ -102,16 +102,9 @@ func (s *Server) chatStartStream(r *request) (map[string]any, error) {
 
 // streamLocked finds a live stream owned by this app.
 func (s *Server) streamLocked(r *request) (*Message, error) {
-	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
-		return nil, apiError("channel_not_found")
-	}
-	m := s.msgs[msgKey(ch.ID, r.str("ts"))]
-	if m == nil || m.Deleted {
-		return nil, apiError("message_not_found")
-	}
-	if m.BotID != r.team.BotID {
-		return nil, apiError("message_not_owned_by_app")
+	m, err := s.ownMessageLocked(r, "message_not_owned_by_app")
+	if err != nil {
+		return nil, err
 	}
 	s.expireStreamLocked(m)
 	if !m.Streaming {
