@@ -77,7 +77,8 @@ func classify(u *slack.User, team string) (r role, why string) {
 		return roleNone, "member of another workspace"
 	case u.IsRestricted || u.IsUltraRestricted:
 		return roleNone, "guest"
-	case u.IsAdmin || u.IsOwner || u.IsPrimaryOwner:
+	case u.IsAdmin || u.IsOwner || u.IsPrimaryOwner,
+		u.Enterprise.IsAdmin || u.Enterprise.IsOwner || u.Enterprise.IsPrimaryOwner:
 		return roleAdmin, ""
 	}
 	return roleMember, ""

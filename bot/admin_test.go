@@ -2,11 +2,15 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
+	"github.com/bobbinbot/bobbin/session"
 )
 
 // TestMayDecide is the authorization matrix of approval buttons (and of
@@ -85,5 +89,73 @@ func TestRoleCacheReusesLookups(t *testing.T) {
 	}
 	if r, _ := c.role(context.Background(), lookup, nil, slackemu.TeamID, slackemu.UserBob, ""); r != roleMember {
 		t.Errorf("after a failed lookup: role %v, want member", r)
+	}
+}
+
+func TestRegisteredServer(t *testing.T) {
+	rec := []byte(`{"v":1,"url":"https://h/mcp","headers":["Authorization"],"tools":["a"]}`)
+	url, hs, err := RegisteredServer(session.Registration{Name: "x", Record: rec, Secrets: map[string]string{"Authorization": "Bearer s"}})
+	if err != nil || url != "https://h/mcp" || hs["Authorization"] != "Bearer s" || len(hs) != 1 {
+		t.Errorf("RegisteredServer = %q, %v, %v", url, hs, err)
+	}
+	for _, bad := range []session.Registration{
+		{Name: "x", Record: []byte(`{"v":1}`)},
+		{Name: "x", Record: []byte(`not json`)},
+		{Name: "x", Record: rec}, // secret missing
+	} {
+		if _, _, err := RegisteredServer(bad); err == nil {
+			t.Errorf("RegisteredServer(%s): no error", bad.Record)
+		}
+	}
+}
+
+func TestAdminFormatting(t *testing.T) {
+	if got := publicURL("https://h/mcp?token=abc#x"); strings.Contains(got, "abc") {
+		t.Errorf("publicURL kept the query: %q", got)
+	}
+	tools := []ToolInfo{
+		{Name: "rm`rf", Exposed: "srv__rm_rf", Description: "Deletes <!channel> & more\nlines", Hints: agent.Hints{Destructive: true},
+			Disabled: true, DisabledReason: "definition changed", Flags: []string{"instructions"}, InputSchema: json.RawMessage(`{"type":"object","description":"<@U1>"}`)},
+	}
+	got := formatTools(tools, 300, true)
+	for _, want := range []string{"`rm'rf`", "srv__rm_rf", "destructive", "unverified server", "&lt;!channel&gt; &amp; more lines", "disabled (definition changed)", "flagged: instructions", "&lt;@U1&gt;"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("formatTools lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "<!channel>") || strings.Contains(got, "<@U1>") {
+		t.Errorf("formatTools left a live mention:\n%s", got)
+	}
+	if got := scrubSecrets("401 from server: bad key sk-12345", map[string]string{"X-Key": "sk-12345"}); strings.Contains(got, "sk-12345") {
+		t.Errorf("scrubSecrets = %q", got)
+	}
+	audit := formatAudit([]session.AuditEntry{{Fields: map[string]string{"event": "tool_call", "user": "U1", "tool": "<!here>"}}})
+	if !strings.Contains(audit, "<@U1>") || strings.Contains(audit, "<!here>") {
+		t.Errorf("formatAudit = %q", audit)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		u    slack.User
+		want role
+	}{
+		{"member", slack.User{TeamID: "T1"}, roleMember},
+		{"no team id", slack.User{}, roleMember},
+		{"admin", slack.User{TeamID: "T1", IsAdmin: true}, roleAdmin},
+		{"enterprise admin", slack.User{TeamID: "T1", Enterprise: slack.EnterpriseUser{IsAdmin: true}}, roleAdmin},
+		{"admin guest", slack.User{TeamID: "T1", IsAdmin: true, IsRestricted: true}, roleNone},
+		{"admin of another team", slack.User{TeamID: "T2", IsAdmin: true}, roleNone},
+		{"stranger admin", slack.User{TeamID: "T1", IsAdmin: true, IsStranger: true}, roleNone},
+		{"deleted admin", slack.User{TeamID: "T1", IsAdmin: true, Deleted: true}, roleNone},
+		{"bot", slack.User{TeamID: "T1", IsBot: true}, roleNone},
+		{"workflow bot", slack.User{TeamID: "T1", IsWorkflowBot: true}, roleNone},
+		{"app user", slack.User{TeamID: "T1", IsAppUser: true}, roleNone},
+	}
+	for _, tt := range tests {
+		if got, why := classify(&tt.u, "T1"); got != tt.want {
+			t.Errorf("%s: classify = %v (%s), want %v", tt.name, got, why, tt.want)
+		}
 	}
 }
