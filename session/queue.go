@@ -40,7 +40,12 @@ func (s *Store) Enqueue(ctx context.Context, k ThreadKey, payload []byte) (lease
 	if err := k.validate(); err != nil {
 		return false, err
 	}
-	res, err := enqueueScript.Run(ctx, s.rdb, s.k.thread(k).list(), s.opt.SessionTTL.Milliseconds(), MaxQueue, payload).Int64Slice()
+	return s.enqueueResult(k, enqueueScript.Run(ctx, s.rdb, s.k.thread(k).list(), s.opt.SessionTTL.Milliseconds(), MaxQueue, payload))
+}
+
+// enqueueResult reads enqueueScript's reply.
+func (s *Store) enqueueResult(k ThreadKey, cmd *redis.Cmd) (leased bool, err error) {
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return false, s.wrap("enqueue "+k.String(), err)
 	}

@@ -83,20 +83,11 @@ func (s *Store) EnqueueMarked(ctx context.Context, k ThreadKey, payload []byte) 
 	var enq *redis.Cmd
 	err = s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		pipe.ZAddNX(ctx, s.k.active(), redis.Z{Score: 0, Member: k.String()})
+		pipe.PExpire(ctx, s.k.active(), s.opt.SessionTTL) // as Acquire does: the index may be new
 		enq = enqueueScript.EvalSha(ctx, pipe, s.k.thread(k).list(), s.opt.SessionTTL.Milliseconds(), MaxQueue, payload)
 	}, enqueueScript)
 	if err != nil {
 		return false, s.wrap("enqueue "+k.String(), err)
 	}
-	res, err := enq.Int64Slice()
-	if err != nil {
-		return false, s.wrap("enqueue "+k.String(), err)
-	}
-	if len(res) != 2 {
-		return false, fmt.Errorf("session: enqueue %s: unexpected reply %v", k, res)
-	}
-	if res[0] == 0 {
-		return res[1] == 1, fmt.Errorf("session: enqueue %s: %w", k, ErrQueueFull)
-	}
-	return res[1] == 1, nil
+	return s.enqueueResult(k, enq)
 }

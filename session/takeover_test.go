@@ -63,6 +63,9 @@ func TestEnqueueMarkedIsFoundByOrphans(t *testing.T) {
 	if err != nil || leased {
 		t.Fatalf("EnqueueMarked = %v, %v; want not leased, no error", leased, err)
 	}
+	if ttl := s.rdb.PTTL(ctx, s.k.active()).Val(); ttl <= 0 {
+		t.Errorf("active index created by EnqueueMarked has PTTL %v, want a TTL", ttl)
+	}
 	orph, err := s.Orphans(ctx)
 	if err != nil {
 		t.Fatal(err)
