@@ -646,11 +646,11 @@ func testWithdrawnOnStop(t *testing.T, replicas int) {
 // Long arguments: the prompt shows them cut, the modal shows them whole.
 func TestE2EApprovalViewFullArguments(t *testing.T) {
 	e := newApprovalEnv(t, nil)
-	long := strings.Repeat("0123456789", 800) + "END<@U999>"
+	long := strings.Repeat("0123456789", 300) + "END<@U999>"
 	args, _ := json.Marshal(map[string]string{"path": "/tmp/x", "content": long})
 	e.llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
 		if last := r.LastMessage(); last.Role == "tool" {
-			return llmemu.Reply{Text: "Tool said: " + last.Text}
+			return llmemu.Reply{Text: "Tool said: no."} // short: the arguments are long
 		}
 		return llmemu.Reply{ToolCalls: []llmemu.ToolCall{{Name: toolName, Arguments: string(args)}}}
 	})
@@ -678,7 +678,7 @@ func TestE2EApprovalViewFullArguments(t *testing.T) {
 // A bot shutting down while a prompt waits closes it: the agent records the
 // call as interrupted, so a later click must not look like it ran the tool.
 func TestE2EApprovalWithdrawnOnShutdown(t *testing.T) {
-	e := newApprovalEnv(t, nil)
+	e := newApprovalEnv(t, func(o *bot.Options) { o.ShutdownGrace = time.Second })
 	ch := slackemu.ChannelGen
 	p := e.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "write the file", "")
 	pr := e.waitPrompt(ch, p.TS, 1)
