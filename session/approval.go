@@ -251,7 +251,8 @@ const approvalPoll = time.Second
 // stays pending). It wakes through a per-approval Redis list, checking ctx at
 // least every second.
 func (s *Store) WaitApproval(ctx context.Context, id string) (Approval, error) {
-	conn := s.rdb.Conn()
+	// A dedicated connection of the waits client: BLPOP holds it.
+	conn := s.waits.Conn()
 	defer conn.Close()
 	wake := s.k.approvalWake(id)
 	for {

@@ -189,3 +189,51 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Error("CreateApproval with an existing id: want an error")
 	}
 }
+
+// TestWaitersDoNotStarveThePool: turns blocked on approvals must not hold
+// the connections every other operation needs. The store's pool here has
+// one connection and three approvals are being waited on.
+func TestWaitersDoNotStarveThePool(t *testing.T) {
+	base := newStore(t, Options{})
+	ctx := ctxT(t)
+	s, err := Open(ctx, Options{URL: base.url() + "?pool_size=1", Prefix: base.opt.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := testThread()
+	var ids []string
+	for range 3 {
+		ap, err := s.CreateApproval(ctx, newApproval(k, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ap.ID)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ids))
+	for _, id := range ids {
+		wg.Go(func() {
+			_, err := s.WaitApproval(ctx, id)
+			errs <- err
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // let the waiters block
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.Ping(pctx); err != nil {
+		t.Errorf("Ping while %d approvals are awaited: %v", len(ids), err)
+	}
+	for _, id := range ids {
+		if _, _, err := base.Decide(ctx, id, ApprovalDeny, "U1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("WaitApproval: %v", err)
+		}
+	}
+}

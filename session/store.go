@@ -87,12 +87,16 @@ type Options struct {
 // Store is the Redis-backed state shared by all replicas. It is safe for
 // concurrent use. Close it when done.
 type Store struct {
-	rdb  *redis.Client
-	mini *miniredis.Miniredis // nil unless embedded
-	k    keys
-	opt  Options
-	log  *slog.Logger
-	kek  *keyring
+	rdb *redis.Client
+	// waits is a second client whose connections only WaitApproval holds
+	// (one per waiter, blocked in BLPOP), so turns waiting for a person
+	// never use up rdb's pool.
+	waits *redis.Client
+	mini  *miniredis.Miniredis // nil unless embedded
+	k     keys
+	opt   Options
+	log   *slog.Logger
+	kek   *keyring
 }
 
 // Open connects to Redis (or starts the embedded one) and checks it answers.
@@ -118,6 +122,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s := &Store{k: keys{prefix: opts.Prefix}, opt: opts, log: log, kek: kr}
 
+	// newClient builds a client for the configured Redis; poolSize 0 keeps
+	// the URL's pool_size or go-redis's default.
+	var newClient func(poolSize int) *redis.Client
 	switch {
 	case opts.URL == "":
 		m := miniredis.NewMiniRedis()
@@ -126,7 +133,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("session: starting embedded redis: %w", err)
 		}
 		s.mini = m
-		s.rdb = redis.NewClient(s.clientOptions(&redis.Options{Addr: m.Addr()}))
+		newClient = func(poolSize int) *redis.Client {
+			return redis.NewClient(s.clientOptions(&redis.Options{Addr: m.Addr(), PoolSize: poolSize}))
+		}
 		log.Warn("session: REDIS_URL is empty: using an in-process Redis; state will not survive a restart and only one replica may run")
 	case strings.Contains(opts.URL, "master_name="):
 		// Sentinel: redis://[user:pass@]sentinel:26379?master_name=M&addr=sentinel2:26379
@@ -138,15 +147,26 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout
 		fo.MaxRetries, fo.DialerRetries, fo.DialerRetryTimeout = ro.MaxRetries, ro.DialerRetries, ro.DialerRetryTimeout
 		fo.ContextTimeoutEnabled, fo.DisableIdentity = true, true
-		s.rdb = redis.NewFailoverClient(fo)
+		newClient = func(poolSize int) *redis.Client {
+			o := *fo
+			o.PoolSize = cmp.Or(poolSize, o.PoolSize)
+			return redis.NewFailoverClient(&o)
+		}
 	default:
 		ro, err := redis.ParseURL(opts.URL)
 		if err != nil {
 			// url.Parse errors quote the URL, password included: say less.
 			return nil, errors.New("session: REDIS_URL is not a valid redis:// or rediss:// URL")
 		}
-		s.rdb = redis.NewClient(s.clientOptions(ro))
+		s.clientOptions(ro)
+		newClient = func(poolSize int) *redis.Client {
+			o := *ro
+			o.PoolSize = cmp.Or(poolSize, o.PoolSize)
+			return redis.NewClient(&o)
+		}
 	}
+	s.rdb = newClient(0)
+	s.waits = newClient(maxWaiters)
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -167,9 +187,13 @@ func (s *Store) clientOptions(ro *redis.Options) *redis.Options {
 	return ro
 }
 
+// maxWaiters bounds the connections of concurrent WaitApproval calls; they
+// are dialled only as waiters need them.
+const maxWaiters = 1024
+
 // Close releases the connections and stops the embedded Redis, if any.
 func (s *Store) Close() error {
-	err := s.rdb.Close()
+	err := errors.Join(s.rdb.Close(), s.waits.Close())
 	if s.mini != nil {
 		s.mini.Close()
 	}
