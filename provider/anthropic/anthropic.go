@@ -113,7 +113,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[pro
 			// Only data events feed the idle watchdog; the SSE reader
 			// never returns comments.
 			s.Touch()
-			err = d.feed(ev.Type, []byte(ev.Data))
+			err = d.feed(ev.Type, ev.Data)
 			for _, e := range d.out {
 				if !yield(e, nil) {
 					return

@@ -87,7 +87,7 @@ func BenchmarkDecodeText(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := d.feed(ev.Type, []byte(ev.Data)); err != nil {
+			if err := d.feed(ev.Type, ev.Data); err != nil {
 				b.Fatal(err)
 			}
 			for _, e := range d.out {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/jsondec"
 )
 
 // wireEvent is the union of every stream event's fields we read. Unknown
@@ -145,6 +146,7 @@ type decoder struct {
 	rawStop   string
 	finished  bool
 	scratchEv wireEvent
+	json      jsondec.Decoder
 }
 
 type usageState struct {
@@ -186,13 +188,13 @@ func (d *decoder) done() bool { return d.finished }
 
 // feed decodes one SSE event. sseType is the event: field (may be empty);
 // dispatch is on the JSON "type", since some endpoints omit event: lines.
-func (d *decoder) feed(sseType string, data []byte) error {
+func (d *decoder) feed(sseType, data string) error {
 	if d.finished {
 		return nil
 	}
 	ev := &d.scratchEv
 	*ev = wireEvent{}
-	if err := json.Unmarshal(data, ev); err != nil {
+	if err := d.json.UnmarshalString(data, ev); err != nil {
 		return fmt.Errorf("anthropic: decoding %q event: %w", sseType, err)
 	}
 	typ := ev.Type

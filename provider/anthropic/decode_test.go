@@ -26,7 +26,7 @@ func decodeBody(body string) ([]provider.Event, error) {
 		if err != nil {
 			return evs, err
 		}
-		err = d.feed(ev.Type, []byte(ev.Data))
+		err = d.feed(ev.Type, ev.Data)
 		evs = append(evs, d.out...)
 		d.out = d.out[:0]
 		if err != nil {

@@ -1,13 +1,11 @@
 package openai
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/bobbinbot/bobbin/provider"
-	"github.com/google/go-cmp/cmp"
 )
 
 // FuzzDecode feeds arbitrary chunk payloads (one per line of the input) to
@@ -80,31 +78,6 @@ func FuzzDecode(f *testing.F) {
 			for _, tc := range last.Message.ToolCalls {
 				if tc.ID == "" || tc.Arguments == "" {
 					t.Fatalf("incomplete tool call %+v", tc)
-				}
-			}
-		}
-	})
-}
-
-// FuzzJSONDecoder checks that the reused json.Decoder accepts and rejects
-// exactly what json.Unmarshal does, with the same result, across a sequence
-// of values (one per line), including after a failure.
-func FuzzJSONDecoder(f *testing.F) {
-	f.Add(`{"choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n" + `{"choices":[]} x` + "\n" + `{"usage":{"prompt_tokens":3}}`)
-	f.Add("1\n  \n[1]\n{\"choices\":null}  \n{")
-	f.Add(`{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"z"}]}}]}` + "\n" + `{}{}` + "\n" + `"s"`)
-	f.Fuzz(func(t *testing.T, in string) {
-		var j jsonDecoder
-		for _, line := range strings.Split(in, "\n") {
-			var got, want chunk
-			gerr := j.unmarshal([]byte(line), &got)
-			werr := json.Unmarshal([]byte(line), &want)
-			if (gerr == nil) != (werr == nil) {
-				t.Fatalf("line %q: reused decoder error %v, json.Unmarshal error %v", line, gerr, werr)
-			}
-			if werr == nil {
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Fatalf("line %q decoded differently (-Unmarshal +reused):\n%s", line, diff)
 				}
 			}
 		}
