@@ -1,0 +1,178 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bobbinbot/bobbin/agent"
+)
+
+// syncBuffer collects log output from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakeRegs is an in-memory RegistrationStore.
+type fakeRegs struct {
+	mu    sync.Mutex
+	regs  map[string][]Registered
+	calls int
+}
+
+func (f *fakeRegs) Registrations(_ context.Context, team string) ([]Registered, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return slices.Clone(f.regs[team]), nil
+}
+
+func (f *fakeRegs) set(team string, regs ...Registered) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.regs == nil {
+		f.regs = map[string][]Registered{}
+	}
+	f.regs[team] = regs
+}
+
+// testEnv is the bot's pretend environment: PATH and HOME for the children,
+// and secrets that must never reach them.
+func testGetenv(extra map[string]string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "PATH", "HOME":
+			return os.Getenv(k)
+		case "SECRET_KEY":
+			return "super-secret-kek"
+		case "SLACK_BOT_TOKEN":
+			return "xoxb-not-for-children"
+		}
+		return extra[k]
+	}
+}
+
+// stubResolver maps every *.test name to 127.0.0.1 and nothing else: tests
+// never dial a non-loopback address.
+func stubResolver(_ context.Context, host string) ([]netip.Addr, error) {
+	if strings.HasSuffix(host, ".test") {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return nil, fmt.Errorf("stub resolver: unknown host %s", host)
+}
+
+type testManager struct {
+	*Manager
+	logs *syncBuffer
+	regs *fakeRegs
+}
+
+func newTestManager(t testing.TB, cfg *Config, tweak func(*Options)) *testManager {
+	t.Helper()
+	logs := &syncBuffer{}
+	regs := &fakeRegs{}
+	opts := Options{
+		Config:       cfg,
+		Store:        regs,
+		Getenv:       testGetenv(nil),
+		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		ProbeTimeout: 10 * time.Second,
+		Resolver:     stubResolver,
+	}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	m := NewManager(opts)
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &testManager{Manager: m, logs: logs, regs: regs}
+}
+
+func toolByName(t testing.TB, tools []agent.Tool, name string) agent.HintedTool {
+	t.Helper()
+	for _, tl := range tools {
+		if tl.Spec().Name == name {
+			return tl.(agent.HintedTool)
+		}
+	}
+	t.Fatalf("tool %s not found in %v", name, toolNames(tools))
+	return nil
+}
+
+func toolNames(tools []agent.Tool) []string {
+	var out []string
+	for _, tl := range tools {
+		out = append(out, tl.Spec().Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func statusOf(t testing.TB, m *Manager, team, server string) ServerStatus {
+	t.Helper()
+	for _, s := range m.Status(context.Background(), team) {
+		if s.Name == server {
+			return s
+		}
+	}
+	t.Fatalf("no status for %s/%s", team, server)
+	return ServerStatus{}
+}
+
+func call(t testing.TB, tl agent.Tool, args string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return tl.Call(ctx, json.RawMessage(args))
+}
+
+// startModernHTTP serves the modern test server on 127.0.0.1 until the end
+// of the test (after the test's Manager is closed: cleanups run last-in
+// first-out) and returns its port.
+func startModernHTTP(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(modernHTTPHandler())
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return port
+}
+
+// waitFor polls cond (for state that changes asynchronously, e.g. a
+// notification); it is not a timing assertion.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
