@@ -474,7 +474,9 @@ func (s *Stream) watch() {
 		return
 	}
 	s.mu.Lock()
-	s.timer.Reset(s.idle - quiet)
+	if !s.closed.Load() { // Close may have stopped the timer meanwhile
+		s.timer.Reset(s.idle - quiet)
+	}
 	s.mu.Unlock()
 }
 
