@@ -90,7 +90,10 @@ func BenchmarkFirstVisibleText(b *testing.B) {
 // BenchmarkSlackCallsPerReply: Web API calls for one 2,000-token answer
 // streamed at 200 tokens/s in edit mode (1 s edit interval).
 func BenchmarkSlackCallsPerReply(b *testing.B) {
-	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) { o.EditInterval = time.Second }})
+	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) {
+		o.EditInterval = time.Second
+		o.UserTurnsPerMinute = 1000000
+	}})
 	answer := strings.TrimSpace(strings.Repeat("word ", 2000))
 	h.llm.SetTokenInterval(5 * time.Millisecond)
 	h.llm.SetResponder(func(llmemu.Recorded) llmemu.Reply { return llmemu.Reply{Text: answer} })
@@ -116,6 +119,9 @@ func BenchmarkSlackCallsPerReply(b *testing.B) {
 func BenchmarkAckLatency(b *testing.B) {
 	h := newHarness(b, harnessOpts{bot: unlimitedEdits})
 	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
+	// 100 replies in one channel would otherwise queue behind Slack's
+	// ~1 post/s per channel; this measures acks.
+	h.emu.SetRateLimit("chat.postMessage", slackemu.RateLimit{Off: true})
 	n := max(b.N, 100)
 	b.ResetTimer()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -148,6 +154,7 @@ func BenchmarkMemoryPerActiveTurn(b *testing.B) {
 		unlimitedEdits(o)
 	}})
 	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
+	h.emu.SetRateLimit("chat.postMessage", slackemu.RateLimit{Off: true})
 	for i := 0; i < b.N; i++ {
 		release := h.llm.Hold(5)
 		runtime.GC()
@@ -174,9 +181,13 @@ func BenchmarkMemoryPerActiveTurn(b *testing.B) {
 	}
 }
 
-// unlimitedEdits lifts the chat.update budget for benchmarks that measure
-// something else (the emulator's limit is lifted alongside).
-func unlimitedEdits(o *bot.Options) { o.UpdatesPerMinute = 60000 }
+// unlimitedEdits lifts the chat.update budget (the emulator's limit is
+// lifted alongside) and the per-person turn budget, for benchmarks that
+// measure something else.
+func unlimitedEdits(o *bot.Options) {
+	o.UpdatesPerMinute = 60000
+	o.UserTurnsPerMinute = 1000000
+}
 
 // waitReplyB is waitReply for benchmarks.
 func (h *harness) waitReplyB(b *testing.B, channel, thread string) {

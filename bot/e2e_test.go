@@ -327,7 +327,7 @@ func TestE2ELongMarkdownAnswer(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	var b strings.Builder
 	b.WriteString("# Report\n\n")
-	for i := 0; b.Len() < 8200; i++ {
+	for i := 0; b.Len() < 9000; i++ {
 		b.WriteString("Paragraph with **bold**, `code` and <!channel> text that goes on for a while to fill the space. ")
 		b.WriteString("More words follow here so that the paragraph is long enough.\n\n")
 		if i%5 == 4 {
