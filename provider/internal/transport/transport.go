@@ -1,8 +1,9 @@
 // Package transport is the HTTP plumbing shared by the model clients
 // (provider/openai, provider/anthropic): building the *http.Client, POSTing
 // a JSON body, retrying only before the first byte, the first-byte, idle and
-// overall timeouts, bounded error-body reading and API-key scrubbing. Each
-// protocol decodes its own stream and classifies its own error JSON.
+// overall timeouts, bounded error bodies and stream bodies, and API-key
+// scrubbing. Each protocol decodes its own stream and classifies its own
+// error JSON.
 //
 // transport may import provider and provider/internal/sse; it must not
 // import agent, bot, session, mcp or any third-party package.
@@ -42,6 +43,10 @@ const (
 	MaxRetryAfter = 60 * time.Second
 	// MaxErrorBody caps how much of an error response is read.
 	MaxErrorBody = 64 << 10
+	// DefaultMaxResponseBytes caps a stream's body: a model answer is at
+	// most a few megabytes, and an endless stream must not grow the
+	// decoders' buffers without bound.
+	DefaultMaxResponseBytes = 64 << 20
 )
 
 // Timeout causes. They are the context.Cause of the request context and the
@@ -51,6 +56,10 @@ var (
 	ErrIdleTimeout      = errors.New("no stream data before the idle timeout")
 	ErrRequestTimeout   = errors.New("request exceeded its overall timeout")
 )
+
+// ErrResponseTooLarge is the error Stream.Read returns once the body has
+// exceeded Config.MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("stream body exceeds the size limit")
 
 // errClosed is the cancel cause after Stream.Close.
 var errClosed = errors.New("stream closed")
@@ -74,6 +83,9 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a number in [0, 1); nil means math/rand/v2.
 	Jitter func() float64
+	// MaxResponseBytes caps a stream's body (default
+	// DefaultMaxResponseBytes).
+	MaxResponseBytes int64
 }
 
 // Client posts requests for one model client. It is safe for concurrent
@@ -115,6 +127,9 @@ func New(cfg Config) *Client {
 	}
 	if c.cfg.Jitter == nil {
 		c.cfg.Jitter = rand.Float64
+	}
+	if c.cfg.MaxResponseBytes <= 0 {
+		c.cfg.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	return c
 }
@@ -425,6 +440,8 @@ type Stream struct {
 
 	idle   time.Duration
 	start  time.Time
+	max    int64        // body bytes allowed
+	read   int64        // body bytes read so far (Read is not concurrent)
 	last   atomic.Int64 // time.Since(start) at the last Touch
 	closed atomic.Bool
 	mu     sync.Mutex
@@ -445,6 +462,7 @@ func (c *Client) newStream(attCtx context.Context, resp *http.Response, cancel c
 		cancel: cancel,
 		scrub:  c.Scrub,
 		idle:   c.idle,
+		max:    c.cfg.MaxResponseBytes,
 		start:  time.Now(),
 	}
 	if s.idle > 0 {
@@ -481,9 +499,16 @@ func (s *Stream) watch() {
 }
 
 // Read reads the response body. After a timeout or cancellation it returns
-// the cause (see Err).
+// the cause (see Err); past the size cap, ErrResponseTooLarge.
 func (s *Stream) Read(p []byte) (int, error) {
+	if s.read > s.max {
+		return 0, ErrResponseTooLarge
+	}
 	n, err := s.body.Read(p)
+	s.read += int64(n)
+	if s.read > s.max {
+		return n, ErrResponseTooLarge
+	}
 	if err != nil && err != io.EOF {
 		err = s.Err(err)
 	}
@@ -508,12 +533,12 @@ func (s *Stream) Err(err error) error {
 }
 
 // ReadError translates a failure to read the body (as Err does) for the
-// caller's final error. Unless the caller's ctx ended or the reader refused
-// oversized input, the stream was cut short before its terminal marker, so
-// the result also matches provider.ErrTruncated.
+// caller's final error. Unless the caller's ctx ended or oversized input was
+// refused, the stream was cut short before its terminal marker, so the
+// result also matches provider.ErrTruncated.
 func (s *Stream) ReadError(ctx context.Context, err error) error {
 	err = s.Err(err)
-	if ctx.Err() != nil || errors.Is(err, sse.ErrTooLarge) {
+	if ctx.Err() != nil || errors.Is(err, sse.ErrTooLarge) || errors.Is(err, ErrResponseTooLarge) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", provider.ErrTruncated, err)

@@ -488,3 +488,28 @@ func TestShorten(t *testing.T) {
 		t.Errorf("Shorten(%q) = %q, want %q", " short \n", got, "short")
 	}
 }
+
+// TestResponseSizeCap: an endless body ends with ErrResponseTooLarge once it
+// passes the cap, whatever it contains.
+func TestResponseSizeCap(t *testing.T) {
+	srv := httptest.NewServer(ticker(1<<30, ": keep-alive\n", 0))
+	t.Cleanup(srv.Close)
+	const limit = 4 << 10
+	c := New(Config{Provider: "test", MaxResponseBytes: limit})
+	t.Cleanup(c.hc.CloseIdleConnections)
+	s, err := c.Post(t.Context(), srv.URL, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n, err := io.Copy(io.Discard, s)
+	if !errors.Is(err, ErrResponseTooLarge) {
+		t.Fatalf("read %d bytes, error %v; want ErrResponseTooLarge", n, err)
+	}
+	if n <= limit || n > limit+64<<10 {
+		t.Errorf("read %d bytes before the error, want just over %d", n, limit)
+	}
+	if err := s.ReadError(t.Context(), err); errors.Is(err, provider.ErrTruncated) {
+		t.Errorf("ReadError(%v) matches ErrTruncated; a refused body is not a truncated one", err)
+	}
+}
