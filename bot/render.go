@@ -64,9 +64,24 @@ func escapedLen(s string) int {
 }
 
 // Markdown returns md as Slack's standard-Markdown representation
-// (markdown_text or a markdown block): the text with &, < and > escaped.
+// (markdown_text or a markdown block): the text with &, < and > escaped,
+// except the > markers that open a blockquote line (an escaped &gt; would
+// not start a quote, and without a < nothing can form a mention).
 func Markdown(md string) string {
-	return EscapeText(md)
+	if !strings.ContainsAny(md, "&<>") {
+		return md
+	}
+	var b strings.Builder
+	b.Grow(len(md) + 16)
+	for line := range strings.Lines(md) {
+		i := 0
+		for i < len(line) && (line[i] == ' ' || line[i] == '>') {
+			i++
+		}
+		b.WriteString(line[:i])
+		b.WriteString(EscapeText(line[i:]))
+	}
+	return b.String()
 }
 
 // Live prepares a partial answer for an intermediate edit: an open code

@@ -171,6 +171,9 @@ func FuzzEscapeText(f *testing.F) {
 		if un != s {
 			t.Fatalf("unescape(EscapeText(%q)) = %q", s, un)
 		}
+		if md := Markdown(s); strings.Contains(md, "<") || len(md) > escapedLen(s) {
+			t.Fatalf("Markdown(%q) = %q keeps < or outgrows escapedLen", s, md)
+		}
 		m := Mrkdwn(s)
 		for _, bad := range []string{"<!", "<@", "<#"} {
 			if strings.Contains(m, bad) {
@@ -192,4 +195,21 @@ func FuzzSplit(f *testing.F) {
 		limit = 64 + (limit&0xfff)%2000
 		checkPieces(t, s, Split(s, limit), limit)
 	})
+}
+
+func TestMarkdown(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain **bold**", "plain **bold**"},
+		{"ping <!here> & <@U1>", "ping &lt;!here&gt; &amp; &lt;@U1&gt;"},
+		{"> quoted <!channel>\n>> nested\nnot > quote", "> quoted &lt;!channel&gt;\n>> nested\nnot &gt; quote"},
+		{"```\nx := <-ch\n```", "```\nx := &lt;-ch\n```"},
+	}
+	for _, tt := range tests {
+		if got := Markdown(tt.in); got != tt.want {
+			t.Errorf("Markdown(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := Markdown(tt.in); len(got) > escapedLen(tt.in) {
+			t.Errorf("Markdown(%q) is longer than escapedLen", tt.in)
+		}
+	}
 }
