@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
@@ -49,6 +51,14 @@ func freeAddr(t *testing.T) string {
 // fake model: health, readiness, metrics, a reply, redacted logs, clean
 // shutdown.
 func TestRunServes(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		// Idle keep-alive connections of the test's own HTTP client are
+		// not the program's.
+		goleak.VerifyNone(t, opt,
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"))
+	})
 	emu := slackemu.New(slackemu.Options{})
 	defer emu.Close()
 	llm := llmemu.New(llmemu.Options{APIKey: "sk-canary-model-key-123456"})
