@@ -20,8 +20,9 @@ type Request struct {
 	// Model is the model name sent to the endpoint.
 	Model string
 	// Messages is the conversation. Leading system messages are the system
-	// prompt; a later system message (a compaction summary) is placed by the
-	// implementation as its endpoint allows.
+	// prompt; a later system message, or one marked Summary (a compaction
+	// summary, wherever it stands), is placed by the implementation as its
+	// endpoint allows.
 	Messages []Message
 	// Tools are offered to the model; the caller keeps them sorted by name so
 	// the request prefix stays byte-stable across steps.
