@@ -243,21 +243,26 @@ func (b *Bot) Run(ctx context.Context) error {
 	turnCtx, cancelTurns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelTurns(errors.New("bot stopped"))
 
+	// Sockets outlive ctx by socketDrain (connections.go).
+	sockCtx, stopSockets := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSockets()
 	var socks sync.WaitGroup
 	for i := range b.opts.SocketConnections {
 		socks.Go(func() {
 			// Spread connection opens so slack-go's close-then-reopen gaps
 			// do not coincide.
-			if i > 0 && !sleepCtx(ctx, time.Duration(i)*3*time.Second) {
+			if i > 0 && !sleepCtx(sockCtx, time.Duration(i)*3*time.Second) {
 				return
 			}
-			b.superviseSocket(ctx, turnCtx, i)
+			b.superviseSocket(sockCtx, turnCtx, i)
 		})
 	}
 	// Turns orphaned by a dead replica (or handed over) resume here.
 	socks.Go(func() { b.scanOrphans(ctx, turnCtx) })
 	<-ctx.Done()
 	b.draining.Store(true)
+	b.drainSockets()
+	stopSockets()
 	socks.Wait()
 	b.ctl.jobs.Wait() // slash command answers still being worked on
 

@@ -23,6 +23,22 @@ import (
 // are small JSON texts), the connection's client is torn down, and this
 // replica opens no socket for tooManyCooldown.
 
+// socketDrain bounds how long sockets stay open once shutdown starts.
+// Slack does not redeliver clicks and slash commands, so those being
+// handled still get their answer and ack before the sockets close; events
+// are no longer acked (admitEvent) and Slack redelivers them to another
+// replica.
+const socketDrain = time.Second
+
+// drainSockets waits until no envelope is being handled, at most
+// socketDrain.
+func (b *Bot) drainSockets() {
+	deadline := time.Now().Add(socketDrain)
+	for len(b.admitSem) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // tooManyCooldown is the least wait after too_many_websockets.
 const tooManyCooldown = 60 * time.Second
 
