@@ -211,8 +211,16 @@ func TestMaliciousServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out) > 32<<10+64 || !strings.Contains(out, "…[truncated 10452992 bytes]") {
-			t.Errorf("output: %d bytes, tail %q", len(out), out[max(0, len(out)-60):])
+		// Within the agent's default cap (the same 32 KiB), so the agent
+		// leaves it, and this marker's count is the true one: the kept
+		// bytes and the count add up to the 10 MiB the server sent.
+		i := strings.LastIndex(out, "\n…[truncated ")
+		var n int
+		if i >= 0 {
+			fmt.Sscanf(out[i:], "\n…[truncated %d bytes]", &n)
+		}
+		if len(out) > 32<<10 || i < 0 || i+n != 10<<20 {
+			t.Errorf("output: %d bytes, tail %q; want at most %d bytes whose marker counts the rest of %d", len(out), out[max(0, len(out)-60):], 32<<10, 10<<20)
 		}
 	})
 	t.Run("tool error", func(t *testing.T) {

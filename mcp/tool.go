@@ -209,7 +209,10 @@ func orUnknown(s string) string {
 }
 
 // capOutput strips invisible and tag characters (hidden instructions to the
-// model) and cuts s to limit bytes on a rune boundary with a visible marker.
+// model) and cuts s on a rune boundary with a visible marker, so that the
+// result, marker included, is at most limit bytes: the agent caps results
+// again at its own limit (the same by default), and a result over it would
+// lose this marker's true count to one counting only the marker.
 func capOutput(s string, limit int) string {
 	s = strings.Map(func(r rune) rune {
 		if tagRune(r) || invisibleRune(r) {
@@ -220,11 +223,13 @@ func capOutput(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	cut := limit
+	const marker = "\n…[truncated %d bytes]"
+	// The count is at most len(s), so this reserves enough for the marker.
+	cut := max(limit-len(fmt.Sprintf(marker, len(s))), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("\n…[truncated %d bytes]", len(s)-cut)
+	return s[:cut] + fmt.Sprintf(marker, len(s)-cut)
 }
 
 // maxDescription caps what one tool's description costs in every prompt.

@@ -71,9 +71,11 @@ func TestCapOutput(t *testing.T) {
 	if got := capOutput("short", 10); got != "short" {
 		t.Errorf("got %q", got)
 	}
-	got := capOutput(strings.Repeat("é", 10), 5) // 20 bytes; cut must not split a rune
-	if got != "éé\n…[truncated 16 bytes]" {
-		t.Errorf("got %q", got)
+	// 60 bytes; the marker takes 24 of the 31, and the cut must not split
+	// a rune.
+	got := capOutput(strings.Repeat("é", 30), 31)
+	if got != "ééé\n…[truncated 54 bytes]" || len(got) > 31 {
+		t.Errorf("got %q (%d bytes), want %q within 31 bytes", got, len(got), "ééé\n…[truncated 54 bytes]")
 	}
 	if got := capOutput("a\u200bb\U000E0041c", 100); got != "abc" {
 		t.Errorf("invisible characters kept: %q", got)
