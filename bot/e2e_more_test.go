@@ -257,3 +257,26 @@ func TestE2EModelFailure(t *testing.T) {
 		t.Errorf("reply after a failure = %q", got)
 	}
 }
+
+// TestE2ENativeStoppedByUser: Slack's own stop on a native stream ends the
+// turn like the Stop button.
+func TestE2ENativeStoppedByUser(t *testing.T) {
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) { o.StreamMode = bot.StreamNative }})
+	h.llm.SetTokenInterval(10 * time.Millisecond)
+	long := strings.Repeat("and on and on ", 200)
+	h.llm.SetResponder(func(llmemu.Recorded) llmemu.Reply { return llmemu.Reply{Text: long} })
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "never stop", "")
+	h.wait("a stream", func() bool {
+		r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+		return len(r) == 1 && r[0].Streaming
+	})
+	h.emu.InjectFault("chat.appendStream", slackemu.Fault{Error: "stopped_by_user"})
+	h.wait("the stop notice", func() bool {
+		got, _, _ := h.replyText(slackemu.ChannelGen, p.TS)
+		return strings.Contains(got, "Stopped by <@"+slackemu.UserAlice+">")
+	})
+	got, _, _ := h.replyText(slackemu.ChannelGen, p.TS)
+	if len(got) >= len(long) {
+		t.Errorf("the turn ran to the end (%d bytes) despite the stop", len(got))
+	}
+}

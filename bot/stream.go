@@ -220,6 +220,9 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 			return
 		}
 	}
+	if r.native {
+		r.ensureStopped(ctx)
+	}
 	if strings.TrimSpace(text) == "" {
 		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant {
 			return
@@ -465,6 +468,11 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		if ok {
 			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(Markdown(text[ns.sent:])))
 			if err != nil {
+				var se slack.SlackErrorResponse
+				if errors.As(err, &se) && se.Err == "stopped_by_user" {
+					// The person pressed Slack's own stop: end the turn.
+					r.b.cancels.cancel(r.k, stopCause{user: r.requester})
+				}
 				r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
 				r.nativeFallback(ctx)
 				return false
@@ -496,11 +504,26 @@ func (r *streamer) nativeFallback(ctx context.Context) {
 	if ns.ts == "" {
 		return
 	}
-	if !ns.stopped {
-		_, _, _ = r.b.api.StopStreamContext(ctx, r.k.Channel, ns.ts)
-		ns.stopped = true
-	}
+	r.ensureStopped(ctx)
 	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
+}
+
+// ensureStopped ends the native stream before the edit path touches its
+// message (chat.update on a streaming message is streaming_state_conflict).
+// A cancelled ctx leaves it for the final flush, which runs on a fresh one.
+func (r *streamer) ensureStopped(ctx context.Context) {
+	ns := &r.ns
+	if ns.ts == "" || ns.stopped {
+		return
+	}
+	_, _, err := r.b.api.StopStreamContext(ctx, r.k.Channel, ns.ts)
+	var se slack.SlackErrorResponse
+	if err == nil || errors.As(err, &se) {
+		// Stopped now, or Slack says it is not streaming any more.
+		ns.stopped = true
+		return
+	}
+	r.b.log.Debug("bot: stopping the native stream failed", "err", err)
 }
 
 // stopClicked handles the Stop button: the requester or an admin may stop
