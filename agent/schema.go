@@ -39,7 +39,9 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external schema reference %q not allowed", url)
 }
 
-func (c *schemaCache) get(raw json.RawMessage) compiledSchema {
+// get returns the compiled schema; compiled reports that this call compiled
+// it (so a problem with it is reported once, not on every call).
+func (c *schemaCache) get(raw json.RawMessage) (cs compiledSchema, compiled bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
@@ -48,7 +50,7 @@ func (c *schemaCache) get(raw json.RawMessage) compiledSchema {
 	cs, ok := c.schemas[key]
 	c.mu.Unlock()
 	if ok {
-		return cs
+		return cs, false
 	}
 	cs = compileSchema(raw)
 	c.mu.Lock()
@@ -57,7 +59,7 @@ func (c *schemaCache) get(raw json.RawMessage) compiledSchema {
 	}
 	c.schemas[key] = cs
 	c.mu.Unlock()
-	return cs
+	return cs, true
 }
 
 func compileSchema(raw json.RawMessage) compiledSchema {
@@ -93,7 +95,7 @@ func (c *schemaCache) validateArgs(schema json.RawMessage, args string) (json.Ra
 	if _, ok := inst.(map[string]any); !ok {
 		return nil, errors.New("arguments must be a JSON object")
 	}
-	cs := c.get(schema)
+	cs, _ := c.get(schema)
 	if cs.sch != nil {
 		if err := cs.sch.Validate(inst); err != nil {
 			var ve *jsonschema.ValidationError

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -74,4 +76,20 @@ func TestToolIDsAndDuplicates(t *testing.T) {
 		ids[c.ID] = true
 	}
 	checkConsistent(t, res.Messages)
+}
+
+// TestUnusableSchemaWarnedOnce: a tool whose schema does not compile is
+// reported when it is compiled, not on every call.
+func TestUnusableSchemaWarnedOnce(t *testing.T) {
+	var logs strings.Builder
+	broken := &fakeTool{name: "broken", schema: `{"type":12}`, fn: func(context.Context, json.RawMessage) (string, error) { return "ok", nil }}
+	h := []provider.Message{user("x")}
+	e := newEnv(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, h,
+		pt.ToolCalls(pt.Call("1", "broken", `{"a":1}`), pt.Call("2", "broken", `{"a":2}`)), pt.Text("ok"))
+	if _, err := e.agent.Run(t.Context(), e.turn(h, hinted{broken, allowAll})); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "schema unusable"); n != 1 {
+		t.Errorf("%d warnings about the unusable schema over 2 calls, want 1; logs:\n%s", n, logs.String())
+	}
 }

@@ -53,7 +53,7 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 		return true
 	}
 	p.tool, p.spec, p.hints = tool, r.specs[name], r.hints[name]
-	if cs := r.a.schemas.get(p.spec.InputSchema); cs.err != nil {
+	if cs, compiled := r.a.schemas.get(p.spec.InputSchema); cs.err != nil && compiled {
 		r.a.log.Warn("agent: tool input schema unusable; checking only that arguments are an object", "tool", name, "err", cs.err)
 	}
 	args, err := r.a.schemas.validateArgs(p.spec.InputSchema, p.call.Arguments)
