@@ -280,3 +280,25 @@ func TestE2ENativeStoppedByUser(t *testing.T) {
 		t.Errorf("the turn ran to the end (%d bytes) despite the stop", len(got))
 	}
 }
+
+// TestE2ESlowModelShowsStatus: a model slow to start gets a status message
+// with the Stop button, which then becomes the answer.
+func TestE2ESlowModelShowsStatus(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
+		return llmemu.Reply{Text: llmemu.AnswerFor(r.LastUserText()), Delay: 1500 * time.Millisecond}
+	})
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "think hard", "")
+	h.wait("a status message", func() bool {
+		r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+		return len(r) == 1 && strings.Contains(string(r[0].Blocks), "Thinking")
+	})
+	got := h.waitReply(slackemu.ChannelGen, p.TS)
+	if want := h.lastAnswer(); got != want {
+		t.Errorf("reply = %q, want %q", got, want)
+	}
+	r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+	if len(r) != 1 || strings.Contains(string(r[0].Blocks), "Thinking") {
+		t.Errorf("status message not replaced by the answer: %d messages, %s", len(r), r[0].Blocks)
+	}
+}

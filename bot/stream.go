@@ -256,7 +256,8 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		if p.rendered == renderKey(content, st, live, p.markdownText) {
 			continue
 		}
-		if !final && time.Since(p.at) < r.b.opts.EditInterval {
+		if !final && r.shownText && time.Since(p.at) < r.b.opts.EditInterval {
+			// (The first text replaces a status message at once.)
 			continue
 		}
 		if !r.update(ctx, p, content, st, live, final) {
