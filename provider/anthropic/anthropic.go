@@ -29,8 +29,8 @@ type Options struct {
 	provider.ClientOptions
 	// Version is the anthropic-version header (default DefaultVersion).
 	Version string
-	// PromptCaching puts cache_control breakpoints on the system prompt and
-	// the tool list; nil means on.
+	// PromptCaching puts cache_control breakpoints on the system prompt,
+	// the tool list and the conversation's last block; nil means on.
 	PromptCaching *bool
 	// DefaultMaxTokens is sent when a Request has no MaxTokens: the Messages
 	// API requires max_tokens (default 4096).

@@ -153,7 +153,7 @@ func TestStreamRequest(t *testing.T) {
 	want := map[string]any{
 		"model": "claude-test", "max_tokens": 4096.0, "stream": true,
 		"system":   []any{map[string]any{"type": "text", "text": "sys", "cache_control": map[string]any{"type": "ephemeral"}}},
-		"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "hi"}}}},
+		"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "hi", "cache_control": map[string]any{"type": "ephemeral"}}}}},
 	}
 	if d := cmp.Diff(want, r.Body); d != "" {
 		t.Errorf("body (-want +got):\n%s", d)
@@ -176,6 +176,9 @@ func TestStreamOptions(t *testing.T) {
 	}
 	if got, _ := json.Marshal(r.Body["system"]); strings.Contains(string(got), "cache_control") {
 		t.Errorf("system with caching off = %s", got)
+	}
+	if got, _ := json.Marshal(r.Body["messages"]); strings.Contains(string(got), "cache_control") {
+		t.Errorf("messages with caching off = %s", got)
 	}
 }
 

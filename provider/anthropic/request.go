@@ -58,10 +58,11 @@ type toolUseBlock struct {
 }
 
 type toolResultBlock struct {
-	Type      string      `json:"type"` // "tool_result"
-	ToolUseID string      `json:"tool_use_id"`
-	Content   []textBlock `json:"content,omitempty"`
-	IsError   bool        `json:"is_error,omitempty"`
+	Type         string        `json:"type"` // "tool_result"
+	ToolUseID    string        `json:"tool_use_id"`
+	Content      []textBlock   `json:"content,omitempty"`
+	IsError      bool          `json:"is_error,omitempty"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type wireTool struct {
@@ -128,7 +129,32 @@ func buildRequest(req provider.Request, maxTokens int, caching bool, log *slog.L
 	if w.Messages == nil {
 		w.Messages = []wireMessage{}
 	}
+	if caching {
+		cacheConversation(w.Messages)
+	}
 	return w
+}
+
+// cacheConversation puts a breakpoint on the last block of the closing user
+// message. A cache hit needs a breakpoint at or past the cached prefix, so
+// with breakpoints on the system prompt and tools alone the history, which
+// is most of a long thread's input and only ever appended to, would be
+// billed in full at every step; with this one each request reads the
+// previous request's prefix from the cache. Thinking blocks cannot carry
+// cache_control; a user message never holds them.
+func cacheConversation(msgs []wireMessage) {
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "user" {
+		return
+	}
+	content := msgs[len(msgs)-1].Content
+	switch b := content[len(content)-1].(type) {
+	case textBlock:
+		b.CacheControl = ephemeral
+		content[len(content)-1] = b
+	case toolResultBlock:
+		b.CacheControl = ephemeral
+		content[len(content)-1] = b
+	}
 }
 
 // add appends block to the last message if it has role, else opens a new

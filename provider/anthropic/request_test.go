@@ -96,7 +96,19 @@ func TestRequestShaping(t *testing.T) {
 			"system":[{"type":"text","text":"You are Bobbin."},{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
 			"tools":[{"name":"a","input_schema":{"type":"object"}},
 				{"name":"get_weather","description":"Get weather","input_schema":{"type":"object","properties":{"city":{"type":"string"},"units":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"]},"cache_control":{"type":"ephemeral"}}],
-			"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
+			"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`,
+	}, {
+		// Only the closing block carries the conversation breakpoint, so
+		// the next step reads this whole prefix from the cache.
+		name:    "conversation cached at its last block",
+		caching: true,
+		req: provider.Request{Model: "m", Messages: []provider.Message{user("q"),
+			{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{call("t1")}}, result("t1", "sunny")}},
+		want: `{"model":"m","max_tokens":4096,"stream":true,
+			"messages":[
+				{"role":"user","content":[{"type":"text","text":"q"}]},
+				{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"get_weather","input":{"city":"Paris"}}]},
+				{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"sunny"}],"cache_control":{"type":"ephemeral"}}]}]}`,
 	}, {
 		name: "caching off, max tokens and temperature from the request",
 		req:  provider.Request{Model: "m", MaxTokens: 100, Temperature: new(0.5), Messages: []provider.Message{sys, user("hi")}},
