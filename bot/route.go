@@ -163,18 +163,20 @@ func (b *Bot) stripMention(text string) string {
 }
 
 // admitEvent records an events_api envelope and reports whether to ack it.
-func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retry int) bool {
+// after, when set, is what to tell Slack once the ack is sent (reactions,
+// ephemeral notes, suggested prompts): nothing slow runs before the ack.
+func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retry int) (ack bool, after func(context.Context)) {
 	m, needsSession, ok, err := b.decodeEvent(raw)
 	if err != nil {
 		// It will not decode on redelivery either: ack and log.
 		b.log.Warn("bot: malformed event payload", "err", err, "bytes", len(raw))
-		return true
+		return true, after
 	}
 	if !ok {
-		return true
+		return true, after
 	}
 	if b.draining.Load() {
-		return false // another replica (or our successor) takes it
+		return false, nil // another replica (or our successor) takes it
 	}
 	m.Received = b.opts.Now()
 	log := b.log.With(threadAttrs(m.Team, m.Channel, m.ThreadTS)...)
@@ -182,34 +184,34 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 		first, err := b.store.Admit(ctx, m.Team, m.EventID, "", "")
 		if err != nil {
 			log.Warn("bot: cannot record event; not acking", "err", err)
-			return false
+			return false, nil
 		}
 		if first {
-			b.suggestPrompts(ctx, m)
+			after = func(ctx context.Context) { b.suggestPrompts(ctx, m) }
 		} else {
 			b.m.Deduped.Inc()
 		}
-		return true
+		return true, after
 	}
 	if needsSession {
 		exists, err := b.store.Exists(ctx, m.key())
 		if err != nil {
 			log.Warn("bot: cannot check session; not acking", "err", err)
-			return false
+			return false, nil
 		}
 		if !exists {
-			return true
+			return true, after
 		}
 	}
 	first, err := b.store.Admit(ctx, m.Team, m.EventID, m.Channel, m.TS)
 	if err != nil {
 		log.Warn("bot: cannot record event; not acking", "err", err)
-		return false
+		return false, nil
 	}
 	if !first {
 		b.m.Deduped.Inc()
 		log.Debug("bot: duplicate event", "event_id", m.EventID, "retry", retry)
-		return true
+		return true, after
 	}
 	forget := func() {
 		if err := b.store.Forget(context.WithoutCancel(ctx), m.Team, m.EventID, m.Channel, m.TS); err != nil {
@@ -221,34 +223,43 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 	if ok, wait, err := b.store.Take(ctx, m.Team+":user:"+m.User, b.opts.UserTurnsPerMinute, b.opts.UserTurnsPerMinute); err == nil && !ok {
 		m.NotBefore = m.Received.Add(wait)
 		b.m.UserRateLimited.Inc()
-		b.ephemeral(ctx, m, fmt.Sprintf("You're sending me more than %d requests a minute. I'll get to this one in about %d seconds.",
-			b.opts.UserTurnsPerMinute, int(wait.Seconds()+1)))
+		note := fmt.Sprintf("You're sending me more than %d requests a minute. I'll get to this one in about %d seconds.",
+			b.opts.UserTurnsPerMinute, int(wait.Seconds()+1))
+		after = func(ctx context.Context) { b.ephemeral(ctx, m, note) }
 	}
 	payload, err := json.Marshal(m)
 	if err != nil {
 		forget()
-		return true
+		return true, after
 	}
 	leased, err := b.enqueue(ctx, m.key(), payload)
 	if errors.Is(err, session.ErrQueueFull) {
 		log.Warn("bot: thread queue full; dropping message")
-		b.ephemeral(ctx, m, "This thread has too many messages waiting; please try again in a little while.")
-		return true
+		after = func(ctx context.Context) {
+			b.ephemeral(ctx, m, "This thread has too many messages waiting; please try again in a little while.")
+		}
+		return true, after
 	}
 	if err != nil {
 		log.Warn("bot: cannot queue message; not acking", "err", err)
 		forget()
-		return false
+		return false, nil
 	}
 	if leased {
 		// A turn is running (here or on another replica): it takes the
 		// message next. Show that it was received.
 		b.m.QueuedMessages.Inc()
-		b.react(ctx, m, "eyes")
-		return true
+		note := after
+		after = func(ctx context.Context) {
+			if note != nil {
+				note(ctx)
+			}
+			b.react(ctx, m, "eyes")
+		}
+		return true, after
 	}
 	b.startWorker(turnCtx, m.key())
-	return true
+	return true, after
 }
 
 // suggestPrompts answers assistant_thread_started with suggested prompts.

@@ -128,10 +128,11 @@ func (b *Bot) handleEnvelope(ctx, turnCtx context.Context, client *socketmode.Cl
 	defer cancel()
 
 	var payload any
+	var after func(context.Context)
 	ack := true
 	switch evt.Type {
 	case socketmode.EventTypeEventsAPI:
-		ack = b.admitEvent(actx, turnCtx, req.Payload, req.RetryAttempt)
+		ack, after = b.admitEvent(actx, turnCtx, req.Payload, req.RetryAttempt)
 	case socketmode.EventTypeInteractive:
 		payload = b.interactive(actx, req.Payload)
 	case socketmode.EventTypeSlashCommand:
@@ -145,6 +146,11 @@ func (b *Bot) handleEnvelope(ctx, turnCtx context.Context, client *socketmode.Cl
 		return
 	}
 	b.m.AckLatency.Observe(time.Since(received).Seconds())
+	if after != nil {
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer fcancel()
+		after(fctx)
+	}
 }
 
 // badMessage handles a frame slack-go could not decode: it is logged by
