@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -223,6 +224,14 @@ func TestE2EMentionStreamsReply(t *testing.T) {
 	}
 	if len(m.History) < 2 {
 		t.Errorf("reply has %d versions, want a streamed reply (post then edits)", len(m.History))
+	}
+	// Every post and edit turns unfurls off.
+	for _, method := range []string{"chat.postMessage", "chat.update"} {
+		for _, c := range h.emu.Calls(method) {
+			if fmt.Sprint(c.Params["unfurl_links"]) != "false" || fmt.Sprint(c.Params["unfurl_media"]) != "false" {
+				t.Errorf("%s without unfurls off: %v", method, c.Params)
+			}
+		}
 	}
 	// The model saw who spoke.
 	reqs := h.llm.Requests()
