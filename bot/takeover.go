@@ -141,34 +141,40 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 	log.Info("bot: resuming an interrupted turn", "phase", meta.Phase, "turn", meta.TurnID, "token", lease.Token())
 	fence := lease.Token()
 
-	// The half-streamed message: mark it, the answer follows below.
+	old := ""
 	if ts := b.takeoverStore(); ts != nil {
-		if old, err := ts.ReplyOf(ctx, k, meta.TurnID); err == nil && old != "" {
-			_, _, _, err := b.api.UpdateMessageContext(ctx, k.Channel, old,
-				slack.MsgOptionText(interruptedNote, false), slack.MsgOptionBlocks(),
-				slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
-			if err != nil {
-				log.Warn("bot: marking the interrupted reply failed", "err", err)
-			}
+		old, _ = ts.ReplyOf(ctx, k, meta.TurnID)
+	}
+	last := history[len(history)-1]
+	if last.Role == provider.RoleAssistant && !last.Interrupted && len(last.ToolCalls) == 0 {
+		// The answer was complete; only its delivery (or the record of
+		// it) was cut short. Finish the same message: editing it with the
+		// same text is harmless, posting it again would be a duplicate.
+		r := newStreamer(b, k, inbound{User: meta.RequesterID})
+		b.guardStreamer(r, lease, meta.TurnID)
+		if old != "" {
+			r.posted = []postedMsg{{ts: old}}
+		}
+		r.finish(ctx, last.Content, "")
+		b.endTurn(ctx, lease, meta, r.replyTS())
+		return
+	}
+	// The half-streamed message: mark it, the answer follows below.
+	if old != "" {
+		_, _, _, err := b.api.UpdateMessageContext(ctx, k.Channel, old,
+			slack.MsgOptionText(interruptedNote, false), slack.MsgOptionBlocks(),
+			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		if err != nil {
+			log.Warn("bot: marking the interrupted reply failed", "err", err)
 		}
 	}
-
-	last := history[len(history)-1]
-	switch {
-	case last.Role == provider.RoleAssistant && last.Interrupted && len(last.ToolCalls) == 0:
+	if last.Role == provider.RoleAssistant && last.Interrupted && len(last.ToolCalls) == 0 {
 		// A partial answer saved at shutdown: answer again in full.
 		history = history[:len(history)-1]
 		if err := b.store.Replace(ctx, k, fence, history); err != nil {
 			log.Warn("bot: dropping the partial answer failed", "err", err)
 			return
 		}
-	case last.Role == provider.RoleAssistant && len(last.ToolCalls) == 0:
-		// The answer was complete; only its delivery was cut short.
-		r := newStreamer(b, k, inbound{User: meta.RequesterID})
-		b.guardStreamer(r, lease, meta.TurnID)
-		r.finish(ctx, last.Content, "")
-		b.endTurn(ctx, lease, meta, r.replyTS())
-		return
 	}
 	b.resumeTurn(ctx, lease, meta, history)
 }
