@@ -55,13 +55,20 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 // BenchmarkFirstVisibleText: time from the model's first text delta
-// reaching the bot to the first Slack version of the reply that shows text
-// (edit mode).
+// reaching the bot to the first Slack version of the reply that shows text,
+// in edit and native mode.
 func BenchmarkFirstVisibleText(b *testing.B) {
+	for _, mode := range []string{bot.StreamEdit, bot.StreamNative} {
+		b.Run(mode, func(b *testing.B) { benchFirstVisibleText(b, mode) })
+	}
+}
+
+func benchFirstVisibleText(b *testing.B, mode string) {
 	var ftr *firstTextRunner
 	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) {
 		ftr = &firstTextRunner{next: o.Agent}
 		o.Agent = ftr
+		o.StreamMode = mode
 		unlimitedEdits(o)
 	}})
 	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
@@ -76,7 +83,7 @@ func BenchmarkFirstVisibleText(b *testing.B) {
 		first := ftr.at[len(ftr.at)-1]
 		ftr.mu.Unlock()
 		for _, v := range r[0].History {
-			if strings.TrimSpace(v.Text) != "" {
+			if strings.TrimSpace(v.Text+v.MarkdownText) != "" {
 				lat = append(lat, v.Time.Sub(first))
 				break
 			}
