@@ -159,7 +159,12 @@ type redisProc struct {
 func startRedis(t *testing.T) *redisProc {
 	t.Helper()
 	r := &redisProc{t: t, port: freePort(t), dir: t.TempDir()}
-	r.start()
+	for attempt := 0; !r.tryStart() && attempt < 2; attempt++ {
+		r.port = freePort(t) // taken meanwhile
+	}
+	if r.p == nil || r.p.exited() {
+		r.start() // fails the test with Redis's log
+	}
 	t.Cleanup(func() {
 		if r.p != nil {
 			r.p.kill()
@@ -174,10 +179,7 @@ func (r *redisProc) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", 
 // replays the AOF) and waits until it answers PING.
 func (r *redisProc) start() {
 	r.t.Helper()
-	cmd := exec.Command("redis-server",
-		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
-		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-		"--logfile", filepath.Join(r.dir, "redis.log"), "--daemonize", "no")
+	cmd := exec.Command("redis-server", r.args()...)
 	p, err := startProc(cmd)
 	if err != nil {
 		r.t.Fatalf("redis-server: %v", err)
@@ -191,6 +193,27 @@ func (r *redisProc) start() {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// tryStart starts Redis and reports whether it answers.
+func (r *redisProc) tryStart() bool {
+	cmd := exec.Command("redis-server", r.args()...)
+	p, err := startProc(cmd)
+	if err != nil {
+		return false
+	}
+	r.p = p
+	if poll(15*time.Second, func() bool { return p.exited() || r.ping() }) && !p.exited() {
+		return true
+	}
+	p.kill()
+	return false
+}
+
+func (r *redisProc) args() []string {
+	return []string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+		"--logfile", filepath.Join(r.dir, "redis.log"), "--daemonize", "no"}
 }
 
 // stop shuts Redis down gracefully (SIGTERM: the AOF is flushed).
@@ -290,14 +313,20 @@ type replica struct {
 // start runs a new replica and waits until /readyz answers 200.
 func (c *cluster) start() *replica {
 	c.t.Helper()
-	r := c.launch()
-	c.waitFor(r.name+" ready", 30*time.Second, func() bool {
-		if r.p.exited() {
+	for attempt := 0; ; attempt++ {
+		r := c.launch()
+		ok := poll(30*time.Second, func() bool { return r.p.exited() || r.ready() })
+		switch {
+		case ok && !r.p.exited():
+			return r
+		case r.p.exited() && attempt < 2 && r.logLines("address already in use") > 0:
+			continue // freePort's port was taken meanwhile
+		case r.p.exited():
 			c.t.Fatalf("replica %s exited: %v\n%s", r.name, r.p.err, r.logTail(30))
+		default:
+			c.t.Fatalf("replica %s not ready after 30s\n%s", r.name, r.logTail(30))
 		}
-		return r.ready()
-	})
-	return r
+	}
 }
 
 // launch runs a new replica without waiting for it.
@@ -340,6 +369,9 @@ func (c *cluster) killAll() {
 	c.mu.Unlock()
 	for _, r := range rs {
 		r.p.kill()
+		if r.logLines("WARNING: DATA RACE") > 0 {
+			c.t.Errorf("replica %s reported a data race (BOBBIN_FAULT_RACE=1)", r.name)
+		}
 		if c.t.Failed() {
 			c.t.Logf("--- log of %s (last lines) ---\n%s", r.name, r.logTail(25))
 		}
