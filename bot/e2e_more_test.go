@@ -2,15 +2,18 @@ package bot_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
+	"github.com/bobbinbot/bobbin/provider"
 )
 
 // TestE2EDisconnectDuringReply: Slack asks for a refresh while a reply
@@ -300,5 +303,42 @@ func TestE2ESlowModelShowsStatus(t *testing.T) {
 	r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
 	if len(r) != 1 || strings.Contains(string(r[0].Blocks), "Thinking") {
 		t.Errorf("status message not replaced by the answer: %d messages, %s", len(r), r[0].Blocks)
+	}
+}
+
+// echoTool is a tool configuration allows without asking.
+type echoTool struct{}
+
+func (echoTool) Spec() provider.ToolSpec {
+	return provider.ToolSpec{Name: "echo", Description: "Echoes.", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (echoTool) Call(context.Context, json.RawMessage) (string, error) { return "echoed", nil }
+func (echoTool) Hints() agent.Hints                                    { return agent.Hints{Tool: "echo", Allowed: true} }
+
+type oneTool struct{ t agent.Tool }
+
+func (o oneTool) Tools(context.Context, string) ([]agent.Tool, error) { return []agent.Tool{o.t}, nil }
+
+// TestE2ENativeToolProgress: in a native stream, a running tool shows as a
+// task update, then the answer streams.
+func TestE2ENativeToolProgress(t *testing.T) {
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) {
+		o.StreamMode = bot.StreamNative
+		o.Tools = oneTool{echoTool{}}
+	}})
+	h.llm.Enqueue(llmemu.Reply{ToolCalls: []llmemu.ToolCall{{Name: "echo", Arguments: "{}"}}}, llmemu.Reply{Text: "The tool said echoed."})
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "use the tool", "")
+	h.wait("the answer", func() bool {
+		got, _, _ := h.replyText(slackemu.ChannelGen, p.TS)
+		return got == "The tool said echoed."
+	})
+	r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+	var chunks []string
+	for _, c := range r[0].Chunks {
+		chunks = append(chunks, string(c))
+	}
+	joined := strings.Join(chunks, " ")
+	if !strings.Contains(joined, `"in_progress"`) || !strings.Contains(joined, `"complete"`) {
+		t.Errorf("no task updates for the tool: %s", joined)
 	}
 }

@@ -38,6 +38,7 @@ type streamer struct {
 	mu        sync.Mutex
 	text      strings.Builder
 	status    string
+	tasks     []slack.StreamChunk // tool progress for a native stream, not yet sent
 	firstText time.Time
 	wake      chan struct{}
 	stop      chan struct{}
@@ -112,6 +113,11 @@ func (r *streamer) Observe(ev agent.Event) {
 		r.status = "Waiting for approval to run " + toolName(ev) + "…"
 	case agent.EventToolStarted:
 		r.status = "Running " + toolName(ev) + "…"
+		if r.native {
+			c := slack.NewTaskUpdateChunk(ev.Call.ID, "Running "+toolName(ev))
+			c.Status = slack.TaskCardStatusInProgress
+			r.tasks = append(r.tasks, c)
+		}
 	case agent.EventToolFinished:
 		r.status = "Thinking…"
 		result := "ok"
@@ -119,6 +125,14 @@ func (r *streamer) Observe(ev agent.Event) {
 			result = "error"
 		}
 		r.b.m.ToolCalls.WithLabelValues(ev.Decision.String(), result).Inc()
+		if r.native && ev.Call.ID != "" {
+			c := slack.NewTaskUpdateChunk(ev.Call.ID, toolName(ev))
+			c.Status = slack.TaskCardStatusComplete
+			if ev.IsError {
+				c.Status = slack.TaskCardStatusError
+			}
+			r.tasks = append(r.tasks, c)
+		}
 	case agent.EventCompacted:
 		r.status = "Summarizing the earlier conversation…"
 	}
@@ -430,6 +444,13 @@ func (r *streamer) setStatus(ctx context.Context, status string) {
 func (r *streamer) flushNative(ctx context.Context, text string, final bool) bool {
 	ns := &r.ns
 	api := r.b.api
+	r.mu.Lock()
+	tasks := r.tasks
+	r.tasks = nil
+	r.mu.Unlock()
+	if len(tasks) > 0 && !r.sendTasks(ctx, tasks) {
+		return false
+	}
 	if strings.TrimSpace(text) == "" {
 		return true
 	}
@@ -490,6 +511,37 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			return false
 		}
 		ns.stopped = true
+	}
+	return true
+}
+
+// sendTasks shows tool progress as task_update chunks, starting the stream
+// if no text has come yet. Progress is lossy: on failure the edit path
+// takes over (false).
+func (r *streamer) sendTasks(ctx context.Context, tasks []slack.StreamChunk) bool {
+	ns := &r.ns
+	if !r.allowed(ctx) {
+		return true
+	}
+	if ns.ts == "" {
+		_, ts, err := r.b.api.StartStreamContext(ctx, r.k.Channel,
+			slack.MsgOptionTS(r.k.ThreadTS),
+			slack.MsgOptionChunks(tasks...),
+			slack.MsgOptionRecipientTeamID(r.k.Team),
+			slack.MsgOptionRecipientUserID(r.requester))
+		if err != nil {
+			r.b.log.Info("bot: native stream unavailable; using edits", "err", err)
+			ns.failed = true
+			return false
+		}
+		ns.ts, ns.at, ns.started = ts, time.Now(), time.Now()
+		r.recordPost(ctx, ts)
+		return true
+	}
+	if _, _, err := r.b.api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionChunks(tasks...)); err != nil {
+		r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
+		r.nativeFallback(ctx)
+		return false
 	}
 	return true
 }
