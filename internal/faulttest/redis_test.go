@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
 
@@ -93,6 +94,19 @@ func TestRedisDown(t *testing.T) {
 		rssBefore += r.metric("process_resident_memory_bytes")
 	}
 
+	// One answer is streaming when Redis goes away: it must fail safe
+	// and be finished once after recovery.
+	c.llm.SetResponder(func(req llmemu.Recorded) llmemu.Reply {
+		id := msgID(req.LastUserText())
+		if id == "msg-900" {
+			return llmemu.Reply{Text: answer(id, 120)}
+		}
+		return llmemu.Reply{Text: answer(id, 8)}
+	})
+	c.llm.SetTokenInterval(50 * time.Millisecond)
+	inflight := c.startThreads(899, 1)
+	c.waitFor("the in-flight answer streaming", 30*time.Second, func() bool { return c.streaming(inflight) })
+
 	downAt := time.Now()
 	c.redis.stop()
 	during := c.startThreads(100, events)
@@ -112,6 +126,8 @@ func TestRedisDown(t *testing.T) {
 	upAt := time.Now()
 	c.redis.start()
 	c.waitFor("events from the outage answered", 3*outage+60*time.Second, func() bool { return c.answered(during) })
+	c.waitFor("the in-flight answer finished", 60*time.Second, func() bool { return c.answered(inflight) })
+	fo := c.tally(inflight, downAt)
 	recovered := time.Since(upAt)
 	time.Sleep(2 * time.Second)
 
@@ -142,7 +158,11 @@ func TestRedisDown(t *testing.T) {
 		"redeliveries", redeliveries, "answered_after", events-lost, "recovered_in", recovered.Round(time.Millisecond),
 		"duplicate_turns", dupTurns, "duplicate_replies", dups, "lost", lost, "crashed", crashed,
 		"goroutines_before", goBefore, "goroutines_after", goAfter,
-		"rss_mib_before", int(rssBefore/(1<<20)), "rss_mib_after", int(rssAfter/(1<<20)))
+		"rss_mib_before", int(rssBefore/(1<<20)), "rss_mib_after", int(rssAfter/(1<<20)),
+		"inflight_turn_resumed", fo.interrupted, "inflight_lost", fo.lost, "inflight_duplicates", fo.duplicates)
+	if fo.lost != 0 || fo.duplicates != 0 {
+		t.Errorf("the answer streaming when Redis went down: lost=%d duplicates=%d; want one complete answer", fo.lost, fo.duplicates)
+	}
 	if ackedDuring != 0 {
 		t.Errorf("%d events were acked while Redis was down; want none (Slack must redeliver them)", ackedDuring)
 	}
