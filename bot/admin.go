@@ -139,20 +139,36 @@ func (b *Bot) lookupUser(ctx context.Context, user string) (*slack.User, error) 
 // the explanation for everyone else.
 func (b *Bot) mayDecide(ctx context.Context, team, user, userTeam, requester string) (ok bool, deny string) {
 	r, why := b.roleOf(ctx, team, user, userTeam)
-	return decideRule(r, why, user, requester)
+	return decideRule(r, why, user, requester, "answer this request")
 }
 
-// decideRule is mayDecide's rule, apart from the lookup.
-func decideRule(r role, why, user, requester string) (bool, string) {
+// mayStop is mayDecide for the Stop button: the same people may stop the
+// answer as may approve its tool calls.
+func (b *Bot) mayStop(ctx context.Context, team, user, userTeam, requester string) (ok bool, deny string) {
+	r, why := b.roleOf(ctx, team, user, userTeam)
+	return decideRule(r, why, user, requester, "stop this answer")
+}
+
+// decideRule is mayDecide's rule, apart from the lookup; what names the
+// action in the refusal ("answer this request").
+func decideRule(r role, why, user, requester, what string) (bool, string) {
 	switch {
 	case r == roleNone && why == "lookup failed":
 		return false, "I couldn't check your account just now, so nothing happened. Please try again in a moment."
 	case r == roleNone:
-		return false, "Only the person who asked, or a workspace admin, can answer this request (" + why + "s can't). Nothing happened."
+		return false, "Only the person who asked, or a workspace admin, can " + what + " (" + plural(why) + " can't). Nothing happened."
 	case r == roleAdmin, user == requester && requester != "":
 		return true, ""
 	}
-	return false, "Only the person who asked, or a workspace admin, can answer this request. Nothing happened."
+	return false, "Only the person who asked, or a workspace admin, can " + what + ". Nothing happened."
+}
+
+// plural turns classify's why into the people it names ("guest" → "guests").
+func plural(why string) string {
+	if rest, ok := strings.CutPrefix(why, "member of "); ok {
+		return "members of " + rest
+	}
+	return why + "s"
 }
 
 // control is the state of approvals and admin commands; its zero value is

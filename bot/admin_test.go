@@ -57,7 +57,7 @@ func TestMayDecide(t *testing.T) {
 			if r != tt.wantRole {
 				t.Errorf("role(%s) = %v (%s), want %v", tt.user, r, why, tt.wantRole)
 			}
-			ok, msg := decideRule(r, why, tt.user, tt.req)
+			ok, msg := decideRule(r, why, tt.user, tt.req, "answer this request")
 			if ok != tt.wantOK {
 				t.Errorf("decideRule(%s, requester %s) = %v (%q), want %v", tt.user, tt.req, ok, msg, tt.wantOK)
 			}

@@ -111,6 +111,60 @@ func TestE2EStopButton(t *testing.T) {
 	}
 }
 
+// TestE2EStopWho: Stop follows the approval rule. Guests, strangers and
+// bots are refused with an explanation; a workspace admin known only
+// from users.info (not in BOT_ADMINS) may stop someone else's answer.
+func TestE2EStopWho(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	release := h.llm.Hold(3)
+	defer release()
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "a very long answer please", "")
+	var replyTS string
+	h.wait("a live reply", func() bool {
+		for _, m := range h.emu.BotReplies(slackemu.ChannelGen, p.TS) {
+			if _, live := messageText(m); live {
+				replyTS = m.TS
+				return true
+			}
+		}
+		return false
+	})
+	for _, tt := range []struct{ name, user, want string }{
+		{"guest", slackemu.UserGuest, "guests can't"},
+		{"stranger", slackemu.UserStranger, "another workspace"},
+		{"bot", slackemu.UserOtherBot, "bots can't"},
+		{"member", slackemu.UserBob, "Only the person who asked"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := h.emu.Click(slackemu.TeamID, tt.user, slackemu.ChannelGen, replyTS, "bobbin_stop", ""); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			h.wait("an explanation for the "+tt.name, func() bool {
+				eph := h.emu.Ephemerals(tt.user)
+				if len(eph) == 0 {
+					return false
+				}
+				got = eph[len(eph)-1].Text
+				return true
+			})
+			if !strings.Contains(got, tt.want) || !strings.Contains(got, "stop this answer") {
+				t.Errorf("explanation = %q, want it to contain %q", got, tt.want)
+			}
+			if text, _, done := h.replyText(slackemu.ChannelGen, p.TS); done || strings.Contains(text, "Stopped by") {
+				t.Errorf("the %s stopped the answer: %q", tt.name, text)
+			}
+		})
+	}
+	if _, err := h.emu.Click(slackemu.TeamID, slackemu.UserAdmin, slackemu.ChannelGen, replyTS, "bobbin_stop", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitReply(slackemu.ChannelGen, p.TS)
+	if !strings.Contains(got, "Stopped by <@"+slackemu.UserAdmin+">") {
+		t.Errorf("reply stopped by the admin = %q", got)
+	}
+}
+
 // TestE2ENativeStream: native mode streams with chat.startStream and
 // appendStream, with recipients, and stops the stream.
 func TestE2ENativeStream(t *testing.T) {

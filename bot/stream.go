@@ -579,8 +579,9 @@ func (r *streamer) ensureStopped(ctx context.Context) {
 	r.b.log.Debug("bot: stopping the native stream failed", "err", err)
 }
 
-// stopClicked handles the Stop button: the requester or an admin may stop
-// the turn; anyone else is told why nothing happened.
+// stopClicked handles the Stop button. The same people may stop a turn as
+// may approve its tool calls (mayStop); anyone else is told why nothing
+// happened.
 func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, value string) {
 	k, ok := parseThreadKey(value)
 	if !ok || k.Team != cb.Team.ID {
@@ -588,16 +589,15 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 	}
 	user := cb.User.ID
 	_, requester := b.requesterOf(ctx, k)
-	if user != requester && !b.isAdmin(user) {
-		_, _ = b.api.PostEphemeralContext(ctx, cb.Channel.ID, user,
-			slack.MsgOptionText("Only the person who asked (or an admin) can stop this answer.", false),
-			slack.MsgOptionTS(k.ThreadTS))
+	if ok, why := b.mayStop(ctx, k.Team, user, cb.User.TeamID, requester); !ok {
+		b.tell(ctx, cb, k.ThreadTS, why)
 		return
 	}
-	if !b.cancels.cancel(k, stopCause{user: user}) {
-		b.log.Debug("bot: stop clicked for a turn not running here", threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
-		b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
+	if b.cancels.cancel(k, stopCause{user: user}) {
+		return
 	}
+	b.log.Debug("bot: stop clicked for a turn not running here", threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
 }
 
 // requesterOf returns the session's current requester.
@@ -607,15 +607,6 @@ func (b *Bot) requesterOf(ctx context.Context, k session.ThreadKey) (session.Met
 		return meta, ""
 	}
 	return meta, meta.RequesterID
-}
-
-func (b *Bot) isAdmin(user string) bool {
-	for _, a := range b.opts.Admins {
-		if a == user {
-			return true
-		}
-	}
-	return false
 }
 
 // parseThreadKey reads "team:channel:thread_ts" (session.ThreadKey.String).
