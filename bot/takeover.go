@@ -130,6 +130,14 @@ func (r *streamer) recordPost(ctx context.Context, ts string) {
 // resumed from the transcript before queued messages are served.
 func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 	k := lease.Key()
+	// Most acquisitions follow a finished turn: check the metadata alone
+	// before reading the transcript.
+	if ml, ok := b.store.(metaLoader); ok {
+		m, err := ml.LoadMeta(ctx, k)
+		if err == nil && (m.Phase == "" || m.Phase == phaseDone) || errors.Is(err, session.ErrNotFound) {
+			return
+		}
+	}
 	meta, history, err := b.store.Load(ctx, k)
 	if err != nil || meta.Phase == "" || meta.Phase == phaseDone || len(history) == 0 {
 		if err != nil && !errors.Is(err, session.ErrNotFound) {
@@ -177,6 +185,11 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 		}
 	}
 	b.resumeTurn(ctx, lease, meta, history)
+}
+
+// metaLoader is session.Store's LoadMeta.
+type metaLoader interface {
+	LoadMeta(ctx context.Context, k session.ThreadKey) (session.Meta, error)
 }
 
 // endTurn records that the turn's reply was delivered.

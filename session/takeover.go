@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -90,4 +91,25 @@ func (s *Store) EnqueueMarked(ctx context.Context, k ThreadKey, payload []byte) 
 		return false, s.wrap("enqueue "+k.String(), err)
 	}
 	return s.enqueueResult(k, enq)
+}
+
+// LoadMeta returns a thread's metadata without its transcript (ErrNotFound
+// when there is none): enough to tell whether the last turn finished.
+func (s *Store) LoadMeta(ctx context.Context, k ThreadKey) (Meta, error) {
+	if err := k.validate(); err != nil {
+		return Meta{}, err
+	}
+	tk := s.k.thread(k)
+	raw, err := s.rdb.Get(ctx, tk.meta).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Meta{}, fmt.Errorf("session: load meta %s: %w", k, ErrNotFound)
+	}
+	if err != nil {
+		return Meta{}, s.wrap("load meta "+k.String(), err)
+	}
+	var m Meta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Meta{}, fmt.Errorf("session: corrupt metadata in key %s: %v", tk.meta, err)
+	}
+	return m, nil
 }

@@ -90,3 +90,24 @@ func TestEnqueueMarkedIsFoundByOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestLoadMeta(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	if _, err := s.LoadMeta(ctx, k); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LoadMeta of a new thread: err = %v, want ErrNotFound", err)
+	}
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveMeta(ctx, k, l.Token(), Meta{Phase: "model", TurnID: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.LoadMeta(ctx, k)
+	if err != nil || m.Phase != "model" || m.TurnID != "t1" {
+		t.Errorf("LoadMeta = %+v, %v; want phase model, turn t1", m, err)
+	}
+	_ = l.Release(ctx)
+}
