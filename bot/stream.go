@@ -588,7 +588,7 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 		return
 	}
 	user := cb.User.ID
-	_, requester := b.requesterOf(ctx, k)
+	meta, requester := b.requesterOf(ctx, k)
 	if ok, why := b.mayStop(ctx, k.Team, user, cb.User.TeamID, requester); !ok {
 		b.tell(ctx, cb, k.ThreadTS, why)
 		return
@@ -596,7 +596,9 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 	if b.cancels.cancel(k, stopCause{user: user}) {
 		return
 	}
+	// Not running here: the replica that runs it stops it (stopreq.go).
 	b.log.Debug("bot: stop clicked for a turn not running here", threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	b.requestStop(ctx, k, meta, user)
 	b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
 }
 

@@ -85,6 +85,7 @@ func (b *Bot) serveThread(ctx context.Context, k session.ThreadKey) {
 			cancel(err)
 		}
 	})
+	renew.Go(func() { b.watchStops(lctx, k) })
 	defer func() {
 		cancel(nil)
 		renew.Wait()
