@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v10"
+
+	"github.com/bobbinbot/bobbin/session"
 )
 
 // config is the whole configuration, read from the environment. The env
@@ -34,6 +35,10 @@ type config struct {
 
 	BotAdmins []string `env:"BOT_ADMINS" envSeparator:","`
 	SecretKey string   `env:"SECRET_KEY"`
+	// SecretKeyOld lists keys retired by a rotation, comma-separated, each
+	// "base64key" or "id:base64key" (id as sealed records name it; the
+	// default id is derived from the key, so plain keys are enough).
+	SecretKeyOld []string `env:"SECRET_KEY_OLD" envSeparator:","`
 
 	StreamMode         string        `env:"STREAM_MODE" envDefault:"edit"`
 	StreamEditInterval time.Duration `env:"STREAM_EDIT_INTERVAL" envDefault:"1s"`
@@ -53,8 +58,9 @@ type config struct {
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
 
 	// Derived by loadConfig.
-	secretKey []byte
-	logLevel  slog.Level
+	secretKey     []byte
+	oldSecretKeys map[string][]byte
+	logLevel      slog.Level
 }
 
 // loadConfig reads and validates the configuration, reporting every problem
@@ -113,11 +119,33 @@ func loadConfig(getenv func(string) string) (config, error) {
 		bad("LLM_MAX_TOKENS must not be negative")
 	}
 	if c.SecretKey != "" {
-		k, err := base64.StdEncoding.DecodeString(c.SecretKey)
-		if err != nil || len(k) != 32 {
+		k, err := session.DecodeSecretKey(c.SecretKey)
+		if err != nil {
 			bad("SECRET_KEY must be 32 bytes, base64-encoded (openssl rand -base64 32)")
 		}
 		c.secretKey = k
+	}
+	for i, e := range c.SecretKeyOld {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		id, b64, named := strings.Cut(e, ":") // base64 has no ':'
+		if !named {
+			b64 = e
+		}
+		k, err := session.DecodeSecretKey(b64)
+		if err != nil || (named && id == "") {
+			bad("SECRET_KEY_OLD entry %d must be a 32-byte base64 key, optionally prefixed with its id and ':'", i+1)
+			continue
+		}
+		if !named {
+			id = session.KeyID(k)
+		}
+		if c.oldSecretKeys == nil {
+			c.oldSecretKeys = map[string][]byte{}
+		}
+		c.oldSecretKeys[id] = k
 	}
 	for i, a := range c.BotAdmins {
 		c.BotAdmins[i] = strings.TrimSpace(a)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/bobbinbot/bobbin/session"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -104,5 +106,47 @@ func TestLoadConfigReportsAll(t *testing.T) {
 	}
 	if strings.Contains(msg, "canary") {
 		t.Errorf("error echoes a token value:\n%s", msg)
+	}
+}
+
+// TestLoadConfigOldSecretKeys: SECRET_KEY_OLD takes plain keys (id derived
+// like session's default) and "id:key" entries; a bad entry is reported by
+// position, never by value.
+func TestLoadConfigOldSecretKeys(t *testing.T) {
+	const k1 = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // "0123456789abcdef0123456789abcdef"
+	const k2 = "YWJjZGVmMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODk"  // unpadded
+	raw1, _ := session.DecodeSecretKey(k1)
+	raw2, _ := session.DecodeSecretKey(k2)
+	tests := []struct {
+		name    string
+		val     string
+		want    map[string][]byte
+		wantErr string
+	}{
+		{"unset", "", nil, ""},
+		{"plain", k1, map[string][]byte{session.KeyID(raw1): raw1}, ""},
+		{"named and plain", " old1:" + k2 + " , " + k1, map[string][]byte{"old1": raw2, session.KeyID(raw1): raw1}, ""},
+		{"short key", "c2hvcnQ=canary", nil, "SECRET_KEY_OLD entry 1"},
+		{"empty id", ":" + k1, nil, "SECRET_KEY_OLD entry 1"},
+		{"second bad", k1 + ",x:canary", nil, "SECRET_KEY_OLD entry 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := goodEnv()
+			e["SECRET_KEY_OLD"] = tt.val
+			c, err := loadConfig(envFunc(e))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "canary") {
+					t.Fatalf("loadConfig(SECRET_KEY_OLD=%q) error = %v, want one naming %q without the value", tt.val, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, c.oldSecretKeys); diff != "" {
+				t.Errorf("oldSecretKeys (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -31,14 +31,19 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 	log := newLogger(stdout, cfg.LogFormat, cfg.logLevel)
+	// go-redis's own lines (dial failures, pool warnings) would go to
+	// stderr unredacted; send them through our handler. It is one
+	// process-wide setting, made here because the logger is built here.
+	session.RouteRedisLogs(log)
 
 	// Redis (or the embedded one).
 	store, err := session.Open(ctx, session.Options{
-		URL:        cfg.RedisURL,
-		SessionTTL: cfg.SessionTTL,
-		LeaseTTL:   cfg.LeaseTTL,
-		SecretKey:  cfg.secretKey,
-		Logger:     log,
+		URL:           cfg.RedisURL,
+		SessionTTL:    cfg.SessionTTL,
+		LeaseTTL:      cfg.LeaseTTL,
+		SecretKey:     cfg.secretKey,
+		OldSecretKeys: cfg.oldSecretKeys,
+		Logger:        log,
 	})
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
