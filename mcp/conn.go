@@ -160,7 +160,8 @@ func dial(ctx context.Context, p *dialParams) (*conn, error) {
 	if len(p.cfg.Command) > 0 {
 		return dialStdio(ctx, p)
 	}
-	return dialHTTP(ctx, p)
+	c, err := dialHTTP(ctx, p)
+	return c, redactErr(err)
 }
 
 func dialStdio(ctx context.Context, p *dialParams) (*conn, error) {

@@ -74,7 +74,8 @@ type ServerStatus struct {
 	Name string
 	// Source is "config" or "registered".
 	Source string
-	// URL is the endpoint of HTTP servers ("" for stdio).
+	// URL is the endpoint of HTTP servers, without userinfo or query
+	// (RedactURL); "" for stdio.
 	URL string
 	// Transport is "stdio", "streamable" or "sse".
 	Transport string
@@ -355,7 +356,7 @@ func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
 	out := make([]ServerStatus, 0, len(mts))
 	for _, mt := range mts {
 		mt.mu.Lock()
-		st := ServerStatus{Name: mt.cfg.Name, Source: mt.source, URL: mt.cfg.URL, Transport: mt.transport,
+		st := ServerStatus{Name: mt.cfg.Name, Source: mt.source, URL: RedactURL(mt.cfg.URL), Transport: mt.transport,
 			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools)}
 		switch {
 		case mt.conn != nil:
@@ -482,7 +483,7 @@ func (m *Manager) Probe(ctx context.Context, name, url string, headers map[strin
 	var tools []*mcp.Tool
 	for t, err := range c.cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("mcp: listing tools of %s: %w", name, err)
+			return nil, fmt.Errorf("mcp: listing tools of %s: %w", name, redactErr(err))
 		}
 		tools = append(tools, t)
 		if len(tools) >= maxToolsPerServer {

@@ -214,7 +214,7 @@ func (mt *mount) markDeadLocked(c *conn, err error) (time.Duration, bool) {
 	if c.proc != nil && c.proc.exited() && c.proc.err != nil {
 		reason = "exited: " + c.proc.err.Error()
 	} else if err != nil {
-		reason = err.Error()
+		reason = redactURLs(err.Error())
 	}
 	mt.lastErr = errors.New(reason)
 	mt.stale = true
@@ -261,6 +261,7 @@ func (mt *mount) list(ctx context.Context, force bool) ([]*mcp.Tool, error) {
 	for page := 0; ; page++ {
 		res, err := c.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
+			err = redactErr(err)
 			mt.fail(c, fmt.Errorf("tools/list: %w", err))
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -292,7 +293,7 @@ func (mt *mount) fail(c *conn, err error) {
 	mt.mu.Lock()
 	if mt.conn == c && mt.conn != nil {
 		mt.conn = nil
-		mt.lastErr = err
+		mt.lastErr = redactErr(err)
 		mt.failures++
 		mt.retryAt = time.Now().Add(backoff(mt.failures))
 	}
@@ -388,7 +389,7 @@ func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.Cal
 			c.close()
 			continue
 		}
-		return res, err
+		return res, redactErr(err)
 	}
 }
 

@@ -22,8 +22,13 @@ var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`xapp-[A-Za-z0-9-]+`),
 	regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]+`),
 	regexp.MustCompile(`(?i)ticket=[^\s&"]+`),
-	regexp.MustCompile(`(?i)(token|api_key|apikey|access_key|secret|password)=[^\s&"]+`),
-	regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`),
+	// Credential-looking query parameters, wherever they appear: token=,
+	// access_token=, client_secret=, ?key=, &sig=, &code= (OAuth), ….
+	regexp.MustCompile(`(?i)(token|api_key|apikey|access_key|secret|password|passwd|pwd|credential|signature)=[^\s&"']+`),
+	regexp.MustCompile(`(?i)([?&;](key|sig|auth|code|jwt|session|sessionid|session_id|x-amz-[a-z-]+))=[^\s&"']+`),
+	// Userinfo in a URL, with or without a password.
+	regexp.MustCompile(`://[^/\s:@"']+:[^/\s@"']+@`),
+	regexp.MustCompile(`://[^/\s:@"'?#]+@`),
 	regexp.MustCompile(`sk-[A-Za-z0-9_-]{16,}`),
 }
 

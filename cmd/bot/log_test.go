@@ -19,6 +19,12 @@ func TestLoggerRedacts(t *testing.T) {
 		"CANARYticket",
 		"CANARYpass",
 		"CANARYheader",
+		"CANARYkey",
+		"CANARYsig",
+		"CANARYcode",
+		"CANARYuser",
+		"CANARYaccess",
+		"CANARYamz",
 	}
 	for _, format := range []string{"json", "text"} {
 		t.Run(format, func(t *testing.T) {
@@ -32,6 +38,9 @@ func TestLoggerRedacts(t *testing.T) {
 			log.Info("grouped", slog.Group("mcp", slog.String("api_key", "CANARYheader"), slog.String("key", "sk-CANARYabcdefghijklmnop")))
 			log.Info("stringer", "v", fmt.Stringer(stringer("refresh xoxe.xoxp-1-CANARYrefresh")))
 			log.Error("obj", "v", struct{ Authorization string }{"Bearer CANARYbearer"})
+			log.Warn("mcp server unavailable", "err", errors.New(`Post "https://mcp.example.com/mcp?key=CANARYkey&x=1": refused`),
+				"reason", "GET https://h/f?X-Amz-Signature=CANARYamz;sig=CANARYsig&code=CANARYcode",
+				"url", "https://CANARYuser@h/mcp", "other", "wss://h/?access_token=CANARYaccess")
 			out := buf.String()
 			for _, c := range canaries {
 				if strings.Contains(out, c) {
