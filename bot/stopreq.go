@@ -62,3 +62,9 @@ func (b *Bot) watchStops(ctx context.Context, k session.ThreadKey) {
 		}
 	}
 }
+
+// metaReader reads a thread's metadata without its transcript
+// (*session.Store).
+type metaReader interface {
+	LoadMeta(ctx context.Context, k session.ThreadKey) (session.Meta, error)
+}

@@ -602,9 +602,17 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 	b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
 }
 
-// requesterOf returns the session's current requester.
+// requesterOf returns the session's metadata and current requester. A
+// Stop click is answered before its ack, so it reads the metadata alone
+// when the store can (a long transcript is not needed for this).
 func (b *Bot) requesterOf(ctx context.Context, k session.ThreadKey) (session.Meta, string) {
-	meta, _, err := b.store.Load(ctx, k)
+	var meta session.Meta
+	var err error
+	if ml, ok := b.store.(metaReader); ok {
+		meta, err = ml.LoadMeta(ctx, k)
+	} else {
+		meta, _, err = b.store.Load(ctx, k)
+	}
 	if err != nil {
 		return meta, ""
 	}
