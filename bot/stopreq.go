@@ -25,15 +25,13 @@ type stopStore interface {
 }
 
 // requestStop asks the replica running thread k's current turn (per meta)
-// to stop it on behalf of by.
-func (b *Bot) requestStop(ctx context.Context, k session.ThreadKey, meta session.Meta, by string) {
+// to stop it on behalf of by. No turn running is not an error.
+func (b *Bot) requestStop(ctx context.Context, k session.ThreadKey, meta session.Meta, by string) error {
 	ss, ok := b.store.(stopStore)
 	if !ok || meta.TurnID == "" || meta.Phase == phaseDone {
-		return
+		return nil
 	}
-	if err := ss.RequestStop(ctx, k, meta.TurnID, by); err != nil {
-		b.log.Warn("bot: recording a stop request failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
-	}
+	return ss.RequestStop(ctx, k, meta.TurnID, by)
 }
 
 // watchStops runs while this replica holds thread k's lease and stops the

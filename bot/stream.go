@@ -588,7 +588,12 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 		return
 	}
 	user := cb.User.ID
-	meta, requester := b.requesterOf(ctx, k)
+	meta, requester, err := b.requesterOf(ctx, k)
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		b.log.Warn("bot: reading the session for a Stop click failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+		b.tell(ctx, cb, k.ThreadTS, "I couldn't reach this answer's state just now, so nothing happened. Please try again in a moment.")
+		return
+	}
 	if ok, why := b.mayStop(ctx, k.Team, user, cb.User.TeamID, requester); !ok {
 		b.tell(ctx, cb, k.ThreadTS, why)
 		return
@@ -598,14 +603,18 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 	}
 	// Not running here: the replica that runs it stops it (stopreq.go).
 	b.log.Debug("bot: stop clicked for a turn not running here", threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
-	b.requestStop(ctx, k, meta, user)
+	if err := b.requestStop(ctx, k, meta, user); err != nil {
+		b.log.Warn("bot: recording a stop request failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+		b.tell(ctx, cb, k.ThreadTS, "I couldn't stop this answer just now. Please try again in a moment.")
+		return
+	}
 	b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
 }
 
 // requesterOf returns the session's metadata and current requester. A
 // Stop click is answered before its ack, so it reads the metadata alone
 // when the store can (a long transcript is not needed for this).
-func (b *Bot) requesterOf(ctx context.Context, k session.ThreadKey) (session.Meta, string) {
+func (b *Bot) requesterOf(ctx context.Context, k session.ThreadKey) (session.Meta, string, error) {
 	var meta session.Meta
 	var err error
 	if ml, ok := b.store.(metaReader); ok {
@@ -613,10 +622,7 @@ func (b *Bot) requesterOf(ctx context.Context, k session.ThreadKey) (session.Met
 	} else {
 		meta, _, err = b.store.Load(ctx, k)
 	}
-	if err != nil {
-		return meta, ""
-	}
-	return meta, meta.RequesterID
+	return meta, meta.RequesterID, err
 }
 
 // parseThreadKey reads "team:channel:thread_ts" (session.ThreadKey.String).
