@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
 
-	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -164,7 +161,7 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 			r.posted = []postedMsg{{ts: old}}
 		}
 		r.finish(ctx, last.Content, "")
-		b.endTurn(ctx, lease, meta, r.replyTS())
+		b.endTurn(ctx, lease, meta, phaseDone, r.replyTS())
 		return
 	}
 	// The half-streamed message: mark it, the answer follows below.
@@ -192,10 +189,10 @@ type metaLoader interface {
 	LoadMeta(ctx context.Context, k session.ThreadKey) (session.Meta, error)
 }
 
-// endTurn records that the turn's reply was delivered.
-func (b *Bot) endTurn(ctx context.Context, lease *session.Lease, meta session.Meta, replyTS string) {
+// endTurn records how the turn ended (phase) and the reply it left.
+func (b *Bot) endTurn(ctx context.Context, lease *session.Lease, meta session.Meta, phase, replyTS string) {
 	k := lease.Key()
-	meta.Phase = phaseDone
+	meta.Phase = phase
 	meta.ReplyTS = replyTS
 	meta.Updated = b.opts.Now()
 	if err := b.store.SaveMeta(context.WithoutCancel(ctx), k, lease.Token(), meta); err != nil && !errors.Is(err, session.ErrStaleFence) {
@@ -221,104 +218,7 @@ func (b *Bot) resumeTurn(ctx context.Context, lease *session.Lease, meta session
 		log.Warn("bot: saving session metadata failed", "err", err)
 		return
 	}
-	var tools []agent.Tool
-	if b.opts.Tools != nil {
-		var err error
-		if tools, err = b.opts.Tools.Tools(ctx, k.Team); err != nil {
-			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
-			tools = nil
-		}
-	}
-
-	turnCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	b.cancels.add(k, cancel)
-	defer b.cancels.remove(k)
-
-	r := newStreamer(b, k, inbound{User: meta.RequesterID})
-	b.guardStreamer(r, lease, meta.TurnID)
-	var loop sync.WaitGroup
-	loop.Go(func() { r.loop(turnCtx) })
-
-	anchor := agent.Anchor{Model: meta.Model, Messages: meta.AnchorMessages, InputTokens: meta.AnchorInput}
-	if meta.Extra != nil {
-		anchor.OutputTokens, _ = strconv.Atoi(meta.Extra["anchor_output"])
-	}
-	var mu sync.Mutex // meta is written by checkpoints, read at the end
-	checkpoint := func(ctx context.Context, cp agent.Checkpoint) error {
-		if cp.Replace {
-			if err := b.store.Replace(ctx, k, fence, cp.Append); err != nil {
-				return err
-			}
-		} else if len(cp.Append) > 0 {
-			if err := b.store.Append(ctx, k, fence, cp.Append...); err != nil {
-				return err
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		meta.Usage.Add(cp.Usage)
-		meta.Calibration = cp.Calibration
-		meta.AnchorInput, meta.AnchorMessages = cp.Anchor.InputTokens, cp.Anchor.Messages
-		if meta.Extra == nil {
-			meta.Extra = map[string]string{}
-		}
-		meta.Extra["anchor_output"] = strconv.Itoa(cp.Anchor.OutputTokens)
-		meta.Updated = b.opts.Now()
-		return b.store.SaveMeta(ctx, k, fence, meta)
-	}
-	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
-		System:      meta.System,
-		History:     history,
-		Tools:       b.auditTools(k, meta.RequesterID, tools),
-		Grants:      meta.Grants,
-		Approver:    b.approverFor(k, meta.RequesterID),
-		Observer:    r,
-		Checkpoint:  checkpoint,
-		Calibration: meta.Calibration,
-		Anchor:      anchor,
-	})
-
-	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer fcancel()
-	r.close()
-	loop.Wait()
-	cause := context.Cause(turnCtx)
-	footer := ""
-	var stop stopCause
-	phase := phaseDone
-	switch {
-	case runErr == nil:
-		if res.Notice != "" {
-			footer = "_" + res.Notice + "_"
-		}
-	case errors.As(cause, &stop):
-		footer = "_Stopped by <@" + stop.user + ">._"
-	case errors.Is(cause, errShutdown):
-		footer = "_Interrupted: the bot is restarting. The answer continues below._"
-		phase = phaseInterrupted
-	case errors.Is(cause, session.ErrLeaseLost), errors.Is(runErr, session.ErrStaleFence):
-	default:
-		log.Error("bot: resumed turn failed", "err", runErr, "outcome", res.Outcome.String())
-		footer = "_Sorry, something went wrong while I was answering. Please try again._"
-	}
-	r.finish(fctx, res.Text, footer)
-	mu.Lock()
-	final := meta
-	mu.Unlock()
-	if phase == phaseDone {
-		b.endTurn(fctx, lease, final, r.replyTS())
-	} else {
-		final.Phase = phase
-		_ = b.store.SaveMeta(fctx, k, fence, final)
-	}
-	outcome := res.Outcome.String()
-	if errors.As(cause, &stop) {
-		outcome = "stopped"
-	}
-	b.m.Turns.WithLabelValues(outcome).Inc()
-	b.m.TurnDuration.Observe(time.Since(start).Seconds())
-	log.Info("bot: resumed turn done", "outcome", outcome, "steps", res.Steps, "duration", time.Since(start).Round(time.Millisecond).String())
+	b.driveTurn(ctx, lease, meta, history, inbound{User: meta.RequesterID}, start)
 }
 
 // markedEnqueuer is session.Store's EnqueueMarked.

@@ -188,8 +188,21 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 		log.Warn("bot: saving session metadata failed", "err", err)
 	}
 
+	b.driveTurn(ctx, lease, meta, append(history, userMsgs...), last, start)
+}
+
+// driveTurn runs the agent on history for the person in who, streams the
+// answer into the thread and records how the turn ended. A turn for new
+// messages (runTurn) and a turn taken over from another replica
+// (resumeTurn) differ only in what comes before it.
+func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.Meta, history []provider.Message, who inbound, start time.Time) {
+	k := lease.Key()
+	fence := lease.Token()
+	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+
 	var tools []agent.Tool
 	if b.opts.Tools != nil {
+		var err error
 		if tools, err = b.opts.Tools.Tools(ctx, k.Team); err != nil {
 			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
 			tools = nil
@@ -201,7 +214,7 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	b.cancels.add(k, cancel)
 	defer b.cancels.remove(k)
 
-	r := newStreamer(b, k, last)
+	r := newStreamer(b, k, who)
 	b.guardStreamer(r, lease, meta.TurnID)
 	var loop sync.WaitGroup
 	loop.Go(func() { r.loop(turnCtx) })
@@ -210,6 +223,7 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	if meta.Extra != nil {
 		anchor.OutputTokens, _ = strconv.Atoi(meta.Extra["anchor_output"])
 	}
+	var mu sync.Mutex // meta is written by checkpoints, read at the end
 	checkpoint := func(ctx context.Context, cp agent.Checkpoint) error {
 		if cp.Replace {
 			if err := b.store.Replace(ctx, k, fence, cp.Append); err != nil {
@@ -220,6 +234,8 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 				return err
 			}
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		meta.Usage.Add(cp.Usage)
 		meta.Calibration = cp.Calibration
 		meta.AnchorInput, meta.AnchorMessages = cp.Anchor.InputTokens, cp.Anchor.Messages
@@ -232,10 +248,10 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	}
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
 		System:      meta.System,
-		History:     append(history, userMsgs...),
-		Tools:       b.auditTools(k, last.User, tools),
+		History:     history,
+		Tools:       b.auditTools(k, who.User, tools),
 		Grants:      meta.Grants,
-		Approver:    b.approverFor(k, last.User),
+		Approver:    b.approverFor(k, who.User),
 		Observer:    r,
 		Checkpoint:  checkpoint,
 		Calibration: meta.Calibration,
@@ -248,6 +264,7 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	r.close()
 	loop.Wait()
 	footer := ""
+	phase := phaseDone
 	cause := context.Cause(turnCtx)
 	var stop stopCause
 	switch {
@@ -260,24 +277,20 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	case errors.Is(cause, errShutdown):
 		// Handed over (serveThread): another replica resumes the turn.
 		footer = "_Interrupted: the bot is restarting. The answer continues below._"
+		phase = phaseInterrupted
 	case errors.Is(cause, session.ErrLeaseLost), errors.Is(runErr, session.ErrStaleFence):
 		// Another replica has the thread now; it finishes the answer.
-		footer = ""
 	default:
 		log.Error("bot: turn failed", "err", runErr, "outcome", res.Outcome.String())
 		footer = "_Sorry, something went wrong while I was answering. Please try again._"
 	}
 	r.finish(fctx, res.Text, footer)
 
-	meta.Phase = phaseDone
-	if errors.Is(cause, errShutdown) {
-		meta.Phase = phaseInterrupted
-	}
-	meta.ReplyTS = r.replyTS()
-	meta.Updated = b.opts.Now()
-	if err := b.store.SaveMeta(fctx, k, fence, meta); err != nil && !errors.Is(err, session.ErrStaleFence) {
-		log.Warn("bot: saving session metadata failed", "err", err)
-	}
+	mu.Lock()
+	final := meta
+	mu.Unlock()
+	b.endTurn(fctx, lease, final, phase, r.replyTS())
+
 	outcome := res.Outcome.String()
 	if errors.As(cause, &stop) {
 		outcome = "stopped"
