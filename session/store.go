@@ -14,6 +14,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Errors callers branch on. Every error the store returns wraps one of these
@@ -184,6 +185,12 @@ func (s *Store) clientOptions(ro *redis.Options) *redis.Options {
 	ro.DialerRetryTimeout = 50 * time.Millisecond
 	ro.ContextTimeoutEnabled = true
 	ro.DisableIdentity = true // CLIENT SETINFO is noise on old servers and miniredis
+	// Maintenance notifications are a managed-Redis feature we do not use.
+	// In "auto" mode go-redis v9.23 tries the handshake on every new
+	// connection and, on servers without it (Redis < 8, miniredis), rewrites
+	// the shared *Options under a per-Conn lock: a data race between the
+	// dedicated connections WaitApproval takes from s.waits.
+	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return ro
 }
 
