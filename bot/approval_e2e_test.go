@@ -21,6 +21,7 @@ import (
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
+	"github.com/bobbinbot/bobbin/internal/testlog"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -51,23 +52,8 @@ type staticTools []agent.Tool
 
 func (s staticTools) Tools(context.Context, string) ([]agent.Tool, error) { return s, nil }
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer = testlog.Buffer
 
 // approvalEnv is the harness with a fake tool, a model that calls it once
 // per user message and then reports the tool's answer, and a store of our

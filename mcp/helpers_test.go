@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,25 +16,11 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/internal/testlog"
 )
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer = testlog.Buffer
 
 // fakeRegs is an in-memory RegistrationStore.
 type fakeRegs struct {

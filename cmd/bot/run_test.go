@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,25 +14,11 @@ import (
 
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
+	"github.com/bobbinbot/bobbin/internal/testlog"
 )
 
-// syncBuffer is a log sink safe for the bot's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer = testlog.Buffer
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
