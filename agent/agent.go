@@ -117,6 +117,11 @@ type Turn struct {
 	// Grants are the tool names the person allowed for this session
 	// ("always allow in this thread").
 	Grants []string
+	// GrantValid, if set, is asked before a call runs on the strength of a
+	// grant; false means the grant was revoked since (the Revoke button):
+	// the grant is dropped and the person is asked again. An implementation
+	// that cannot tell should answer false.
+	GrantValid func(ctx context.Context, tool string) bool
 	// Approver asks a person about calls the policy does not allow; nil
 	// denies every such call.
 	Approver Approver

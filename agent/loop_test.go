@@ -255,6 +255,7 @@ func TestPermissions(t *testing.T) {
 		name      string
 		hints     *Hints
 		grants    []string
+		revoked   bool // GrantValid answers false
 		approver  *approverFunc
 		opts      Options
 		wantAsked int
@@ -267,6 +268,7 @@ func TestPermissions(t *testing.T) {
 		{name: "allow once asks every time", approver: always(AllowOnce), wantAsked: 2, wantRuns: 2, wantIn: "ok:", wantDec: AllowOnce},
 		{name: "allow for session asks once", approver: always(AllowForSession), wantAsked: 1, wantRuns: 2, wantIn: "ok:", wantDec: AllowForSession, wantGrant: true},
 		{name: "grant from earlier turn", grants: []string{"tool"}, approver: always(Deny), wantAsked: 0, wantRuns: 2, wantIn: "ok:", wantDec: AllowForSession, wantGrant: true},
+		{name: "grant revoked since asks again", grants: []string{"tool"}, revoked: true, approver: always(Deny), wantAsked: 2, wantRuns: 0, wantIn: "declined", wantDec: Deny},
 		{name: "approver error", approver: &approverFunc{fn: func(context.Context, ApprovalRequest) (Decision, error) {
 			return AllowOnce, errors.New("slack down")
 		}}, wantAsked: 2, wantRuns: 0, wantIn: "slack down", wantDec: Deny},
@@ -295,6 +297,7 @@ func TestPermissions(t *testing.T) {
 				pt.Text("done"))
 			turn := e.turn(h, tool)
 			turn.Grants = tc.grants
+			turn.GrantValid = func(context.Context, string) bool { return !tc.revoked }
 			if tc.approver != nil {
 				turn.Approver = tc.approver
 			}

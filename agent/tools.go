@@ -76,7 +76,7 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	case h.ReadOnly && h.Trusted:
 		p.run, p.dec, p.reason = true, AllowOnce, "read-only tool of a trusted server"
 		return true
-	case r.grants[name]:
+	case r.grants[name] && r.grantValid(ctx, name):
 		p.run, p.dec, p.reason = true, AllowForSession, "allowed for this thread"
 		return true
 	}
@@ -107,6 +107,17 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 		p.fail("declined", fmt.Sprintf("The person declined the tool call %q, so it did not run. Do not retry it; continue without it or ask them what to do instead.", name))
 	}
 	return true
+}
+
+// grantValid checks a grant with Turn.GrantValid; a revoked grant is
+// dropped so the person is asked again. Decisions are made one at a time,
+// so r.grants needs no lock here.
+func (r *run) grantValid(ctx context.Context, name string) bool {
+	if r.t.GrantValid == nil || r.t.GrantValid(ctx, name) {
+		return true
+	}
+	delete(r.grants, name)
+	return false
 }
 
 // runTools decides and runs one step's calls and returns their results in

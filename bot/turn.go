@@ -251,6 +251,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		History:     history,
 		Tools:       b.auditTools(k, who.User, tools),
 		Grants:      meta.Grants,
+		GrantValid:  b.grantCheck(k),
 		Approver:    b.approverFor(k, who.User),
 		Observer:    r,
 		Checkpoint:  checkpoint,
@@ -303,6 +304,29 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		b.m.Tokens.WithLabelValues("cache_read").Add(float64(res.Usage.CacheReadTokens))
 	}
 	log.Info("bot: turn done", "outcome", outcome, "steps", res.Steps, "duration", time.Since(start).Round(time.Millisecond).String())
+}
+
+// grantChecker is session.Store's HasGrant.
+type grantChecker interface {
+	HasGrant(ctx context.Context, k session.ThreadKey, tool string) (bool, error)
+}
+
+// grantCheck lets a running turn see a Revoke click made on any replica:
+// every call that relies on a thread grant re-reads it from Redis first.
+// When it cannot be read the grant does not count (the person is asked).
+func (b *Bot) grantCheck(k session.ThreadKey) func(context.Context, string) bool {
+	gc, ok := b.store.(grantChecker)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, tool string) bool {
+		has, err := gc.HasGrant(ctx, k, tool)
+		if err != nil {
+			b.log.Warn("bot: checking a thread grant failed; asking again", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "tool", tool, "err", err)...)
+			return false
+		}
+		return has
+	}
 }
 
 // failNotice posts a short safe message in the thread.

@@ -257,6 +257,20 @@ func (s *Store) RevokeGrant(ctx context.Context, k ThreadKey, tool string) error
 	return s.grant(ctx, k, "rem", tool)
 }
 
+// HasGrant reports whether tool is still granted in thread k: a turn checks
+// it before relying on a grant, so a Revoke click on any replica takes
+// effect at the next call, even inside a running turn.
+func (s *Store) HasGrant(ctx context.Context, k ThreadKey, tool string) (bool, error) {
+	if err := k.validate(); err != nil {
+		return false, err
+	}
+	ok, err := s.rdb.SIsMember(ctx, s.k.thread(k).grants, tool).Result()
+	if err != nil {
+		return false, s.wrap("has grant "+k.String(), err)
+	}
+	return ok, nil
+}
+
 func (s *Store) grant(ctx context.Context, k ThreadKey, op, tool string) error {
 	if err := k.validate(); err != nil {
 		return err

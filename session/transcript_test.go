@@ -87,8 +87,14 @@ func TestTranscriptRoundTrip(t *testing.T) {
 		t.Errorf("after Replace (-want +got):\n%s", diff)
 	}
 
+	if ok, err := s.HasGrant(ctx, k, "srv.search"); err != nil || !ok {
+		t.Errorf("HasGrant before revoke = %v, %v; want true", ok, err)
+	}
 	if err := s.RevokeGrant(ctx, k, "srv.search"); err != nil {
 		t.Fatal(err)
+	}
+	if ok, err := s.HasGrant(ctx, k, "srv.search"); err != nil || ok {
+		t.Errorf("HasGrant after revoke = %v, %v; want false", ok, err)
 	}
 	gotMeta, _, _ = s.Load(ctx, k)
 	if len(gotMeta.Grants) != 0 {
