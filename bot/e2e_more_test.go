@@ -87,16 +87,7 @@ func TestE2EStopButton(t *testing.T) {
 	release := h.llm.Hold(3)
 	defer release()
 	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "a very long answer please", "")
-	var replyTS string
-	h.wait("a live reply", func() bool {
-		for _, m := range h.emu.BotReplies(slackemu.ChannelGen, p.TS) {
-			if _, live := messageText(m); live {
-				replyTS = m.TS
-				return true
-			}
-		}
-		return false
-	})
+	replyTS := h.waitLiveReply(slackemu.ChannelGen, p.TS)
 	// Someone else may not stop it.
 	if _, err := h.emu.Click(slackemu.TeamID, slackemu.UserBob, slackemu.ChannelGen, replyTS, "bobbin_stop", ""); err != nil {
 		t.Fatal(err)
@@ -119,16 +110,7 @@ func TestE2EStopWho(t *testing.T) {
 	release := h.llm.Hold(3)
 	defer release()
 	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "a very long answer please", "")
-	var replyTS string
-	h.wait("a live reply", func() bool {
-		for _, m := range h.emu.BotReplies(slackemu.ChannelGen, p.TS) {
-			if _, live := messageText(m); live {
-				replyTS = m.TS
-				return true
-			}
-		}
-		return false
-	})
+	replyTS := h.waitLiveReply(slackemu.ChannelGen, p.TS)
 	for _, tt := range []struct{ name, user, want string }{
 		{"guest", slackemu.UserGuest, "guests can't"},
 		{"stranger", slackemu.UserStranger, "another workspace"},

@@ -206,6 +206,23 @@ func (h *harness) waitReply(channel, thread string) string {
 	return text
 }
 
+// waitLiveReply waits until the bot's reply in the thread is streaming
+// (still live) and returns its ts.
+func (h *harness) waitLiveReply(channel, thread string) string {
+	h.t.Helper()
+	var ts string
+	h.wait("a live reply", func() bool {
+		for _, m := range h.emu.BotReplies(channel, thread) {
+			if _, live := messageText(m); live {
+				ts = m.TS
+				return true
+			}
+		}
+		return false
+	})
+	return ts
+}
+
 func TestE2EMentionStreamsReply(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.llm.SetTokenInterval(5 * time.Millisecond)

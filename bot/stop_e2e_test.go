@@ -38,16 +38,7 @@ func TestE2EStopOnAnotherReplica(t *testing.T) {
 	}
 
 	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "a very long answer please", "")
-	var replyTS string
-	h.wait("a live reply", func() bool {
-		for _, m := range h.emu.BotReplies(slackemu.ChannelGen, p.TS) {
-			if _, live := messageText(m); live {
-				replyTS = m.TS
-				return true
-			}
-		}
-		return false
-	})
+	replyTS := h.waitLiveReply(slackemu.ChannelGen, p.TS)
 	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: p.TS}
 	click := func(user string) {
 		t.Helper()
