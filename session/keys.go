@@ -89,3 +89,16 @@ func (k keys) pins(team, server string) string {
 }
 func (k keys) audit(team string) string  { return k.prefix + ":{w:" + team + "}:audit" }
 func (k keys) rate(bucket string) string { return k.prefix + ":{r:" + bucket + "}" }
+
+// Slack call governor state (governor.go), per workspace: a hash per Web
+// API method (budget, pause, AIMD factor), a bucket per method and channel,
+// and the pools of live-reply slots.
+func (k keys) slackState(team, method string) string {
+	return k.prefix + ":{w:" + team + "}:slack:" + method
+}
+func (k keys) slackChannel(team, method, channel string) string {
+	return k.prefix + ":{w:" + team + "}:slack:" + method + ":" + channel
+}
+func (k keys) slackSlots(team, pool string) string {
+	return k.prefix + ":{w:" + team + "}:slots:" + pool
+}
