@@ -29,38 +29,41 @@ const (
 )
 
 // DefaultRateLimits returns the built-in limits (windows are real minutes
-// and seconds before TimeScale): chat.postMessage 60/min per channel with
-// bursts of 30 plus 600/min per workspace; chat.update Tier 3 (50/min,
-// burst 20); chat.appendStream 100/min (burst 20); chat.startStream and
-// chat.stopStream Tier 2 (20/min, burst 10); chat.postEphemeral, views.*,
-// users.info and assistant.threads.* Tier 4; chat.delete, reactions.*, conversations.*,
-// auth.test, team.info, chat.getPermalink and apps.connections.open
-// Tier 3. Methods not listed are unlimited.
+// before TimeScale). Slack does not publish burst sizes, so the bursts are
+// the small ones a careful client must expect: chat.postMessage 60/min per
+// channel (about one a second) with bursts of 3, plus 600/min per
+// workspace; Tier 3 methods (chat.update, chat.delete, reactions.*,
+// conversations.*, team.info) 50/min with bursts of 5
+// (apps.connections.open: of 10, one per socket an app may open); Tier 2 (chat.startStream, chat.stopStream) 20/min, bursts of 3;
+// Tier 4 (chat.appendStream, chat.postEphemeral, views.*, users.info,
+// assistant.threads.*) 100/min, bursts of 10; auth.test and
+// chat.getPermalink 500/min. Methods not listed are unlimited.
 func DefaultRateLimits() map[string]RateLimit {
 	tier := func(n, burst int) RateLimit { return RateLimit{Limit: n, Window: time.Minute, Burst: burst} }
 	return map[string]RateLimit{
-		"chat.postMessage":                      {Limit: 60, Window: time.Minute, Burst: 30, PerChannel: true, WorkspaceLimit: 600},
-		"chat.update":                           tier(Tier3, 20),
-		"chat.appendStream":                     tier(Tier4, 20),
-		"chat.startStream":                      tier(Tier2, 10),
-		"chat.stopStream":                       tier(Tier2, 10),
-		"chat.postEphemeral":                    tier(Tier4, 50),
-		"chat.delete":                           tier(Tier3, 20),
+		"chat.postMessage":                      {Limit: 60, Window: time.Minute, Burst: 3, PerChannel: true, WorkspaceLimit: 600},
+		"chat.update":                           tier(Tier3, 5),
+		"chat.appendStream":                     tier(Tier4, 10),
+		"chat.startStream":                      tier(Tier2, 3),
+		"chat.stopStream":                       tier(Tier2, 3),
+		"chat.postEphemeral":                    tier(Tier4, 10),
+		"chat.delete":                           tier(Tier3, 5),
 		"chat.getPermalink":                     tier(Tier3*10, 100),
-		"views.open":                            tier(Tier4, 50),
-		"views.push":                            tier(Tier4, 50),
-		"views.update":                          tier(Tier4, 50),
-		"users.info":                            tier(Tier4, 100),
-		"assistant.threads.setStatus":           tier(Tier4, 50),
-		"assistant.threads.setSuggestedPrompts": tier(Tier4, 50),
-		"assistant.threads.setTitle":            tier(Tier4, 50),
-		"conversations.replies":                 tier(Tier3, 50),
-		"reactions.add":                         tier(Tier3, 20),
-		"reactions.remove":                      tier(Tier3, 20),
-		"conversations.info":                    tier(Tier3*10, 100),
+		"views.open":                            tier(Tier4, 10),
+		"views.push":                            tier(Tier4, 10),
+		"views.update":                          tier(Tier4, 10),
+		"users.info":                            tier(Tier4, 10),
+		"assistant.threads.setStatus":           tier(Tier4, 10),
+		"assistant.threads.setSuggestedPrompts": tier(Tier4, 10),
+		"assistant.threads.setTitle":            tier(Tier4, 10),
+		"conversations.replies":                 tier(Tier3, 5),
+		"conversations.history":                 tier(Tier3, 5),
+		"reactions.add":                         tier(Tier3, 5),
+		"reactions.remove":                      tier(Tier3, 5),
+		"conversations.info":                    tier(Tier3, 5),
 		"auth.test":                             tier(Tier3*10, 100),
-		"team.info":                             tier(Tier3, 50),
-		"apps.connections.open":                 tier(Tier3, 50),
+		"team.info":                             tier(Tier3, 5),
+		"apps.connections.open":                 tier(Tier3, 10),
 	}
 }
 

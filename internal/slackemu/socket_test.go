@@ -183,7 +183,11 @@ func TestDisconnectReasons(t *testing.T) {
 }
 
 func TestTooManyWebsockets(t *testing.T) {
-	emu := newEmu(t, fastOpts())
+	// Eleven apps.connections.open at once: past the default burst, and
+	// this is about the socket limit.
+	o := fastOpts()
+	o.NoRateLimits = true
+	emu := newEmu(t, o)
 	var clients []*sockClient
 	for range 10 {
 		c := startSocket(t, emu, true)

@@ -55,7 +55,9 @@ func TestNativeStreamWithSlackGo(t *testing.T) {
 }
 
 func TestStreamErrors(t *testing.T) {
-	emu := newEmu(t, slackemu.Options{StreamLifetime: 50 * time.Millisecond})
+	// Many calls in a row, about validation, not rate limits (the default
+	// bursts are Slack-small).
+	emu := newEmu(t, slackemu.Options{StreamLifetime: 50 * time.Millisecond, NoRateLimits: true})
 	api := botClient(emu)
 	user := emu.PostUserMessage(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "mine", "")
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,8 @@ func TestAuthAndUsersWithSlackGo(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
-	emu := newEmu(t, slackemu.Options{})
+	// Validation, not rate limits: more posts than the default burst.
+	emu := newEmu(t, slackemu.Options{NoRateLimits: true})
 	post := func(method, token, contentType, body string, bearer bool) map[string]any {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, emu.APIURL()+method, strings.NewReader(body))
@@ -204,7 +206,8 @@ func TestChatWithSlackGo(t *testing.T) {
 }
 
 func TestChatLimits(t *testing.T) {
-	emu := newEmu(t, slackemu.Options{})
+	// Size limits, not rate limits: more edits than the default burst.
+	emu := newEmu(t, slackemu.Options{NoRateLimits: true})
 	api := botClient(emu)
 	_, ts, err := api.PostMessage(slackemu.ChannelGen, slack.MsgOptionText("x", false))
 	if err != nil {
@@ -409,5 +412,51 @@ func TestLeaks(t *testing.T) {
 	got := emu.Leaks(canary)
 	if len(got) != 2 { // the chat.update arguments and the message version
 		t.Errorf("Leaks = %v, want the journal entry and the message version", got)
+	}
+}
+
+// TestDefaultBurstsAreConservative: with the built-in limits, a fourth
+// post in a channel within a second, a sixth chat.update and a sixth
+// reaction in a burst are refused, as a strict Slack would (issue 11);
+// another channel still has its own three.
+func TestDefaultBurstsAreConservative(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{})
+	api := botClient(emu)
+	emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: "C900", Name: "other", BotMember: true})
+	var rl *slack.RateLimitedError
+	var ts string
+	for i := range 4 {
+		_, t2, err := api.PostMessage(slackemu.ChannelGen, slack.MsgOptionText("x", false))
+		if i < 3 && err != nil {
+			t.Fatalf("post %d: %v", i, err)
+		}
+		if i == 3 && !errors.As(err, &rl) {
+			t.Fatalf("fourth post in a second: %v, want 429", err)
+		}
+		if i == 0 {
+			ts = t2
+		}
+	}
+	if _, _, err := api.PostMessage("C900", slack.MsgOptionText("x", false)); err != nil {
+		t.Errorf("post in another channel: %v", err)
+	}
+	for i := range 6 {
+		_, _, _, err := api.UpdateMessage(slackemu.ChannelGen, ts, slack.MsgOptionText("y"+strconv.Itoa(i), false))
+		if i < 5 && err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+		if i == 5 && !errors.As(err, &rl) {
+			t.Fatalf("sixth update in a burst: %v, want 429", err)
+		}
+	}
+	names := []string{"eyes", "tada", "wave", "rocket", "star", "fire"}
+	for i, n := range names {
+		err := api.AddReaction(n, slack.NewRefToMessage(slackemu.ChannelGen, ts))
+		if i < 5 && err != nil {
+			t.Fatalf("reaction %d: %v", i, err)
+		}
+		if i == 5 && !errors.As(err, &rl) {
+			t.Fatalf("sixth reaction in a burst: %v, want 429", err)
+		}
 	}
 }
