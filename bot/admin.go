@@ -126,11 +126,19 @@ func (c *roleCache) role(ctx context.Context, lookup userLookup, admins []string
 
 // roleOf is the role of user in team as the bot sees it.
 func (b *Bot) roleOf(ctx context.Context, team, user, userTeam string) (role, string) {
-	return b.ctl.roles.role(ctx, b.lookupUser, b.opts.Admins, team, user, userTeam)
+	lookup := func(ctx context.Context, user string) (*slack.User, error) { return b.lookupUser(ctx, team, user) }
+	return b.ctl.roles.role(ctx, lookup, b.opts.Admins, team, user, userTeam)
 }
 
-func (b *Bot) lookupUser(ctx context.Context, user string) (*slack.User, error) {
-	return b.api.GetUserInfoContext(ctx, user)
+// lookupUser is users.info in team (must-deliver: a click waits on it).
+func (b *Bot) lookupUser(ctx context.Context, team, user string) (*slack.User, error) {
+	var u *slack.User
+	err := b.call(ctx, slackCall{team: team, method: "users.info"}, func(ctx context.Context, api *slack.Client) error {
+		var err error
+		u, err = api.GetUserInfoContext(ctx, user)
+		return err
+	})
+	return u, err
 }
 
 // mayDecide reports whether user may answer (or revoke) an approval that
@@ -464,9 +472,13 @@ func addModal(meta string) slack.ModalViewRequest {
 func (b *Bot) openAddModal(ctx context.Context, sc slack.SlashCommand, to replyTarget) any {
 	meta, _ := json.Marshal(to)
 	if len(meta) > 3000 {
-		meta, _ = json.Marshal(replyTarget{Channel: to.Channel, User: to.User})
+		meta, _ = json.Marshal(replyTarget{Channel: to.Channel, User: to.User, Team: to.Team})
 	}
-	if _, err := b.api.OpenViewContext(ctx, sc.TriggerID, addModal(string(meta))); err != nil {
+	err := b.call(ctx, slackCall{team: sc.TeamID, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+		_, err := api.OpenViewContext(ctx, sc.TriggerID, addModal(string(meta)))
+		return err
+	})
+	if err != nil {
 		b.log.Warn("bot: opening the add-server form failed", "err", err)
 		return ephemeralAck("I couldn't open the form. Try again, or use `/bobbin mcp add <name> <https-url> [Header: value …]`.")
 	}
@@ -523,7 +535,7 @@ func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) an
 	}
 	var to replyTarget
 	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &to)
-	to.User = user
+	to.User, to.Team = user, team
 	b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpAdd(ctx, team, user, name, u, headerMap(hs)) })
 	return nil
 }

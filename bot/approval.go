@@ -108,11 +108,16 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		}
 		// Post first, then store: the buttons carry the id, and a click that
 		// beats the store is told to try again.
-		_, ts, err := b.api.PostMessageContext(ctx, k.Channel,
-			slack.MsgOptionTS(k.ThreadTS),
-			slack.MsgOptionText(p.fallback(), false),
-			slack.MsgOptionBlocks(p.pendingBlocks(id, expires)...),
-			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		var ts string
+		err := b.call(ctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+			var err error
+			_, ts, err = api.PostMessageContext(ctx, k.Channel,
+				slack.MsgOptionTS(k.ThreadTS),
+				slack.MsgOptionText(p.fallback(), false),
+				slack.MsgOptionBlocks(p.pendingBlocks(id, expires)...),
+				slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+			return err
+		})
 		if err != nil {
 			return agent.Deny, fmt.Errorf("posting the approval prompt: %w", err)
 		}
@@ -123,7 +128,7 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		})
 		if err != nil {
 			log.Error("bot: storing the approval failed; denying", "err", err)
-			b.updatePrompt(ctx, k.Channel, ts, p.fallback(), p.closedBlocks("_This request could not be recorded, so the tool did not run._", nil))
+			b.updatePrompt(ctx, k.Team, k.Channel, ts, p.fallback(), p.closedBlocks("_This request could not be recorded, so the tool did not run._", nil))
 			return agent.Deny, fmt.Errorf("storing the approval: %w", err)
 		}
 		b.audit(ctx, k.Team, map[string]string{
@@ -219,7 +224,7 @@ func (a *threadApprover) settle(ctx context.Context, got session.Approval, p pro
 func (a *threadApprover) settleWith(ctx context.Context, got session.Approval, p prompt, status string) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	a.b.updatePrompt(uctx, got.Channel, got.MessageTS, p.fallback(), p.closedBlocks(status, nil))
+	a.b.updatePrompt(uctx, got.Team, got.Channel, got.MessageTS, p.fallback(), p.closedBlocks(status, nil))
 	a.b.audit(uctx, got.Team, map[string]string{
 		"event": auditDecision, "channel": got.Channel, "thread": got.ThreadTS, "user": got.Requester,
 		"by": got.DecidedBy, "server": got.Server, "tool": got.Tool, "args_digest": got.ArgsDigest,
@@ -227,22 +232,19 @@ func (a *threadApprover) settleWith(ctx context.Context, got session.Approval, p
 	})
 }
 
-// updatePrompt replaces the approval message (must-deliver: one retry).
-func (b *Bot) updatePrompt(ctx context.Context, channel, ts, fallback string, blocks []slack.Block) {
+// updatePrompt replaces the approval message (must-deliver: it waits for
+// budget, and through rate limits, until ctx ends).
+func (b *Bot) updatePrompt(ctx context.Context, team, channel, ts, fallback string, blocks []slack.Block) {
 	if ts == "" {
 		return
 	}
-	for attempt := 0; attempt < 2; attempt++ {
-		_, _, _, err := b.api.UpdateMessageContext(ctx, channel, ts,
+	err := b.call(ctx, slackCall{team: team, method: "chat.update"}, func(ctx context.Context, api *slack.Client) error {
+		_, _, _, err := api.UpdateMessageContext(ctx, channel, ts,
 			slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...))
-		if err == nil {
-			return
-		}
-		var rl *slack.RateLimitedError
-		if !errors.As(err, &rl) || !sleepCtx(ctx, rl.RetryAfter) {
-			b.log.Warn("bot: updating the approval prompt failed", "channel", channel, "err", err)
-			return
-		}
+		return err
+	})
+	if err != nil {
+		b.log.Warn("bot: updating the approval prompt failed", "team", team, "channel", channel, "err", err)
 	}
 }
 
@@ -523,7 +525,7 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 			"tool": ap.Tool, "server": ap.Server, "approval": ap.ID,
 		})
 		status := statusLine(ap) + fmt.Sprintf(" Revoked by <@%s> at %s: I'll ask again next time.", user, slackDate(time.Now()))
-		b.updatePrompt(ctx, ap.Channel, ts, fallback, closeBlocks(base, status, nil))
+		b.updatePrompt(ctx, ap.Team, ap.Channel, ts, fallback, closeBlocks(base, status, nil))
 		return
 	}
 
@@ -572,7 +574,7 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 		buttons = append(buttons, slack.NewButtonBlockElement(actionRevoke, ap.ID,
 			slack.NewTextBlockObject(slack.PlainTextType, labelRevoke, false, false)))
 	}
-	b.updatePrompt(ctx, ap.Channel, ts, fallback, closeBlocks(base, statusLine(got), buttons))
+	b.updatePrompt(ctx, ap.Team, ap.Channel, ts, fallback, closeBlocks(base, statusLine(got), buttons))
 }
 
 // waited is how long an approval waited for its decision, in ms.
@@ -610,7 +612,11 @@ func (b *Bot) tell(ctx context.Context, cb slack.InteractionCallback, threadTS, 
 	if threadTS = cmpOr(threadTS, cb.Container.ThreadTs); threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
 	}
-	if _, err := b.api.PostEphemeralContext(ctx, channel, cb.User.ID, opts...); err != nil {
+	err := b.call(ctx, slackCall{team: cmpOr(cb.Team.ID, cb.User.TeamID), method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+		_, err := api.PostEphemeralContext(ctx, channel, cb.User.ID, opts...)
+		return err
+	})
+	if err != nil {
 		b.log.Debug("bot: ephemeral answer failed", "err", err)
 	}
 }
@@ -641,7 +647,11 @@ func (b *Bot) showArgs(ctx context.Context, cb slack.InteractionCallback, ap ses
 		b.tell(ctx, cb, ap.ThreadTS, "I couldn't find the arguments of this request any more.")
 		return
 	}
-	if _, err := b.api.OpenViewContext(ctx, cb.TriggerID, argsModal(ap.Tool, args)); err != nil {
+	err = b.call(ctx, slackCall{team: ap.Team, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+		_, err := api.OpenViewContext(ctx, cb.TriggerID, argsModal(ap.Tool, args))
+		return err
+	})
+	if err != nil {
 		b.log.Warn("bot: opening the arguments modal failed", "err", err)
 	}
 }

@@ -81,8 +81,13 @@ type Options struct {
 	// (default 1 s).
 	EditInterval time.Duration
 	// UpdatesPerMinute is the workspace's chat.update budget shared by all
-	// replicas (default 45: Tier 3 is about 50).
+	// replicas (default 45: Tier 3 is about 50). RateLimits, when set,
+	// wins.
 	UpdatesPerMinute int
+	// RateLimits are the Web API budgets by method (DefaultRateLimits,
+	// with ParseRateLimits for SLACK_RATE_LIMITS); nil means the defaults
+	// with chat.update at UpdatesPerMinute.
+	RateLimits map[string]RateLimit
 	// MaxConcurrentTurns bounds the turns this process runs at once
 	// (default 32).
 	MaxConcurrentTurns int
@@ -118,7 +123,8 @@ type Options struct {
 // Bot is the Slack frontend. Build it with New, run it with Run.
 type Bot struct {
 	opts  Options
-	api   *slack.Client
+	api   *slack.Client // use client(team)
+	gov   *governor
 	store Store
 	log   *slog.Logger
 	m     *Metrics
@@ -191,16 +197,26 @@ func New(opts Options) (*Bot, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	counted := *hc
-	counted.Transport = countingTransport{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), m: m}
+	limits := opts.RateLimits
+	if limits == nil {
+		limits = DefaultRateLimits()
+		u := limits["chat.update"]
+		u.PerMinute = opts.UpdatesPerMinute
+		limits["chat.update"] = u
+	}
+	bs, _ := opts.Store.(budgetStore)
+	gov := newGovernor(bs, limits, m, log, max(30*time.Second, 10*opts.EditInterval))
+	governed := *hc
+	governed.Transport = slackTransport{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), gov: gov, m: m}
 	api := slack.New(opts.BotToken,
 		slack.OptionAppLevelToken(opts.AppToken),
 		slack.OptionAPIURL(opts.APIURL),
-		slack.OptionHTTPClient(&counted),
+		slack.OptionHTTPClient(&governed),
 	)
 	return &Bot{
 		opts:      opts,
 		api:       api,
+		gov:       gov,
 		store:     opts.Store,
 		log:       log,
 		m:         m,

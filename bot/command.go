@@ -377,6 +377,7 @@ type replyTarget struct {
 	ResponseURL string `json:"response_url,omitempty"`
 	Channel     string `json:"channel,omitempty"`
 	User        string `json:"user,omitempty"`
+	Team        string `json:"team,omitempty"`
 }
 
 func ephemeralAck(text string) any {
@@ -393,7 +394,7 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	if err != nil || cmd.Op == opHelp {
 		return ephemeralAck(EscapeText(helpText))
 	}
-	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID}
+	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID, Team: sc.TeamID}
 	team, user := sc.TeamID, sc.UserID
 	cs := b.control()
 	if cs == nil {
@@ -518,7 +519,11 @@ func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 		if to.Channel == "" || to.User == "" {
 			continue
 		}
-		if _, err := b.api.PostEphemeralContext(ctx, to.Channel, to.User, slack.MsgOptionText(p, false)); err != nil {
+		err := b.call(ctx, slackCall{team: to.Team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+			_, err := api.PostEphemeralContext(ctx, to.Channel, to.User, slack.MsgOptionText(p, false))
+			return err
+		})
+		if err != nil {
 			b.log.Warn("bot: slash command answer not delivered", "err", err)
 		}
 	}

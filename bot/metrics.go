@@ -21,6 +21,12 @@ type Metrics struct {
 	AckLatency      prometheus.Histogram
 	QueuedMessages  prometheus.Counter
 	UserRateLimited prometheus.Counter
+
+	// The Slack call governor (governor.go).
+	SlackWait         *prometheus.HistogramVec
+	SlackDropped      *prometheus.CounterVec
+	SlackBudgetInUse  *prometheus.GaugeVec
+	SlackBudgetFactor *prometheus.GaugeVec
 }
 
 // NewMetrics creates the instruments and registers them on reg; a nil reg
@@ -72,10 +78,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		UserRateLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bobbin_user_rate_limited_total", Help: "Messages refused by the per-person turn budget.",
 		}),
+		SlackWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "bobbin_slack_budget_wait_seconds", Help: "Time a Slack Web API call waited for the shared budget, by method and priority (must or lossy).",
+			Buckets: []float64{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
+		}, []string{"method", "priority"}),
+		SlackDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_slack_calls_dropped_total", Help: "Lossy Slack Web API calls not made, by method and reason (dropped: no budget in time; merged: replaced by a newer call).",
+		}, []string{"method", "reason"}),
+		SlackBudgetInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "bobbin_slack_budget_in_use", Help: "Part of a Slack method's workspace burst spent (0 to 1), as last seen by this process.",
+		}, []string{"method"}),
+		SlackBudgetFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "bobbin_slack_budget_factor", Help: "Share of a Slack method's configured budget in use after 429s (1: all; shrinks after 429s, recovers slowly).",
+		}, []string{"method"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
-			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited)
+			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited,
+			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor)
 	}
 	return m
 }

@@ -44,15 +44,15 @@ func (c *nameCache) get(key string, lookup func() (string, error)) string {
 	return name
 }
 
-// name is a person's display name ("" when unknown).
-func (c *nameCache) name(ctx context.Context, api *slack.Client, user string) string {
+// name is a person's display name in team ("" when unknown).
+func (c *nameCache) name(ctx context.Context, b *Bot, team, user string) string {
 	if user == "" {
 		return ""
 	}
-	return c.get("u:"+user, func() (string, error) {
+	return c.get("u:"+team+":"+user, func() (string, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		u, err := api.GetUserInfoContext(lctx, user)
+		u, err := b.lookupUser(lctx, team, user)
 		if err != nil {
 			return "", err
 		}
@@ -66,15 +66,19 @@ func (c *nameCache) name(ctx context.Context, api *slack.Client, user string) st
 }
 
 // team is the workspace name, or its id when unknown.
-func (c *nameCache) team(ctx context.Context, api *slack.Client, team string) string {
+func (c *nameCache) team(ctx context.Context, b *Bot, team string) string {
 	n := c.get("t:"+team, func() (string, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		t, err := api.GetTeamInfoContext(lctx)
-		if err != nil {
-			return "", err
-		}
-		return t.Name, nil
+		var name string
+		err := b.call(lctx, slackCall{team: team, method: "team.info"}, func(ctx context.Context, api *slack.Client) error {
+			t, err := api.GetTeamInfoContext(ctx)
+			if err == nil {
+				name = t.Name
+			}
+			return err
+		})
+		return name, err
 	})
 	if n == "" {
 		return team
@@ -82,16 +86,20 @@ func (c *nameCache) team(ctx context.Context, api *slack.Client, team string) st
 	return n
 }
 
-// channel is the channel name, or its id when unknown.
-func (c *nameCache) channel(ctx context.Context, api *slack.Client, channel string) string {
-	n := c.get("c:"+channel, func() (string, error) {
+// channel is the channel name in team, or its id when unknown.
+func (c *nameCache) channel(ctx context.Context, b *Bot, team, channel string) string {
+	n := c.get("c:"+team+":"+channel, func() (string, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		ch, err := api.GetConversationInfoContext(lctx, &slack.GetConversationInfoInput{ChannelID: channel})
-		if err != nil {
-			return "", err
-		}
-		return ch.Name, nil
+		var name string
+		err := b.call(lctx, slackCall{team: team, method: "conversations.info"}, func(ctx context.Context, api *slack.Client) error {
+			ch, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+			if err == nil {
+				name = ch.Name
+			}
+			return err
+		})
+		return name, err
 	})
 	if n == "" {
 		return channel

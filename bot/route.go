@@ -264,38 +264,56 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 
 // suggestPrompts answers assistant_thread_started with suggested prompts.
 func (b *Bot) suggestPrompts(ctx context.Context, m inbound) {
-	err := b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
-		ChannelID: m.Channel,
-		ThreadTS:  m.ThreadTS,
-		Title:     "Try asking",
-		Prompts: []slack.AssistantThreadsPrompt{
-			{Title: "What can you do?", Message: "What can you do, and which tools do you have here?"},
-			{Title: "Explain something", Message: "Explain how socket mode works in Slack apps."},
-			{Title: "Draft a message", Message: "Help me draft a short announcement for my team."},
-		},
+	c := slackCall{team: m.Team, method: "assistant.threads.setSuggestedPrompts", prio: prioLossy,
+		merge: m.Channel + ":" + m.ThreadTS, wait: 5 * time.Second}
+	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+			ChannelID: m.Channel,
+			ThreadTS:  m.ThreadTS,
+			Title:     "Try asking",
+			Prompts: []slack.AssistantThreadsPrompt{
+				{Title: "What can you do?", Message: "What can you do, and which tools do you have here?"},
+				{Title: "Explain something", Message: "Explain how socket mode works in Slack apps."},
+				{Title: "Draft a message", Message: "Help me draft a short announcement for my team."},
+			},
+		})
 	})
 	if err != nil {
 		b.log.Debug("bot: suggested prompts failed", "err", err)
 	}
 }
 
-// ephemeral tells the person something only they see (best effort).
+// ephemeral tells the person something only they see (a notice:
+// must-deliver, within ctx).
 func (b *Bot) ephemeral(ctx context.Context, m inbound, text string) {
 	opts := []slack.MsgOption{slack.MsgOptionText(EscapeText(text), false)}
 	if m.ThreadTS != "" && m.Kind != kindDM {
 		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
 	}
-	if _, err := b.api.PostEphemeralContext(ctx, m.Channel, m.User, opts...); err != nil {
+	err := b.call(ctx, slackCall{team: m.Team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+		_, err := api.PostEphemeralContext(ctx, m.Channel, m.User, opts...)
+		return err
+	})
+	if err != nil {
 		b.log.Debug("bot: ephemeral failed", "err", err)
 	}
 }
 
-// react adds a reaction to the person's message (best effort).
+// reactionWait bounds how long a reaction on a queued message waits for
+// budget: it only says "received", and the answer may beat it.
+const reactionWait = 3 * time.Second
+
+// react adds a reaction to the person's message (lossy: dropped when the
+// workspace's reactions budget has no room soon).
 func (b *Bot) react(ctx context.Context, m inbound, name string) {
 	if m.TS == "" {
 		return
 	}
-	if err := b.api.AddReactionContext(ctx, name, slack.NewRefToMessage(m.Channel, m.TS)); err != nil {
-		b.log.Debug("bot: reaction failed", "err", err)
+	c := slackCall{team: m.Team, method: "reactions.add", prio: prioLossy, merge: m.Channel + ":" + m.TS + ":" + name, wait: reactionWait}
+	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		return api.AddReactionContext(ctx, name, slack.NewRefToMessage(m.Channel, m.TS))
+	})
+	if err != nil {
+		b.log.Debug("bot: reaction not added", "err", err)
 	}
 }

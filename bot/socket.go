@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -212,36 +210,4 @@ func (b *Bot) slashCommand(ctx context.Context, raw json.RawMessage) any {
 // logAttrs are the attributes every log line about a thread carries.
 func threadAttrs(team, channel, thread string) []any {
 	return []any{slog.String("team", team), slog.String("channel", channel), slog.String("thread", thread)}
-}
-
-// countingTransport counts Web API calls by method and HTTP status.
-type countingTransport struct {
-	next http.RoundTripper
-	m    *Metrics
-}
-
-func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	method := r.URL.Path
-	if i := lastSlash(method); i >= 0 {
-		method = method[i+1:]
-	}
-	resp, err := t.next.RoundTrip(r)
-	if err != nil {
-		t.m.SlackCalls.WithLabelValues(method, "error").Inc()
-		return resp, err
-	}
-	t.m.SlackCalls.WithLabelValues(method, strconv.Itoa(resp.StatusCode)).Inc()
-	if resp.StatusCode == http.StatusTooManyRequests {
-		t.m.RateLimited.WithLabelValues(method).Inc()
-	}
-	return resp, nil
-}
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
 }

@@ -16,13 +16,20 @@ import (
 // Action ids of the bot's buttons.
 const actionStop = "bobbin_stop"
 
-// nativeLifetime is how long a native stream is used before the reply
-// continues with edits.
-const nativeLifetime = 4 * time.Minute
-
 // thinkingDelay is how long a turn may stay silent before a status message
 // appears.
 const thinkingDelay = 800 * time.Millisecond
+
+// Delivery within the budget. A reply shows partial text (and its Stop
+// button) only while it holds a live slot of the workspace (session
+// SlotRequest): at most one fewer than the burst of the method its final
+// call needs, and only when that budget has room for the final call. So
+// the final edits of live replies never queue behind one another, and a
+// reply without a slot is posted once, complete, when the answer is done:
+// streaming never makes the last word arrive later than posting the whole
+// answer at the end would. Interim edits are lossy: tried once when due,
+// spaced by how many live replies share the budget, and skipped when the
+// budget has no room to spare.
 
 // streamer renders one turn into the thread. It implements agent.Observer:
 // Observe only records and signals (lossy progress); loop coalesces the text
@@ -48,11 +55,17 @@ type streamer struct {
 	posted    []postedMsg
 	ns        nativeStream
 	shownText bool
-	backoff   time.Time // after a 429: no lossy edits before this
+	backoff   time.Time // no lossy call before this (a refusal or 429)
+	// slotID names the reply in the workspace's live pools; held are the
+	// pools it holds a slot in; noSlot delays the next try for one.
+	slotID string
+	held   map[string]bool
+	noSlot time.Time
 
 	// guard, when set, is checked before every Slack write (the lease's
 	// Renew); onPost learns the reply's first ts (takeover.go).
 	guard    func(context.Context) error
+	guardOK  time.Time
 	onPost   func(ctx context.Context, ts string)
 	lost     bool
 	reported bool
@@ -68,16 +81,6 @@ type postedMsg struct {
 	markdownText bool
 }
 
-// nativeStream is the state of a chat.startStream message.
-type nativeStream struct {
-	ts      string
-	sent    int // bytes of the answer already appended
-	at      time.Time
-	started time.Time
-	failed  bool
-	stopped bool
-}
-
 func newStreamer(b *Bot, k session.ThreadKey, m inbound) *streamer {
 	mode := b.opts.StreamMode
 	return &streamer{
@@ -89,6 +92,8 @@ func newStreamer(b *Bot, k session.ThreadKey, m inbound) *streamer {
 		start:     time.Now(),
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
+		slotID:    newID(),
+		held:      map[string]bool{},
 	}
 }
 
@@ -156,7 +161,8 @@ func (r *streamer) snapshot() (text, status string) {
 	return r.text.String(), r.status
 }
 
-// loop coalesces progress into Slack calls until close.
+// loop coalesces progress into Slack calls until close. Every call it
+// makes is lossy and tried once: it never blocks on the budget.
 func (r *streamer) loop(ctx context.Context) {
 	tick := time.NewTicker(max(r.b.opts.EditInterval/4, 50*time.Millisecond))
 	defer tick.Stop()
@@ -200,8 +206,8 @@ func (r *streamer) replyTS() string {
 }
 
 // finish delivers the final answer: the streamed text (or final when the
-// stream showed none) followed by footer. It retries rate limits until ctx
-// ends.
+// stream showed none) followed by footer. It waits for budget, and through
+// rate limits, until ctx ends; then the reply's live slots go back.
 func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.mu.Lock()
 	if strings.TrimSpace(r.text.String()) == "" && final != "" {
@@ -219,14 +225,51 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.status = ""
 	r.mu.Unlock()
 	r.flush(ctx, true)
+	for pool := range r.held {
+		r.b.gov.releaseSlot(ctx, r.k.Team, r.slot(pool))
+	}
+	clear(r.held)
 	if r.assistant {
 		r.setStatus(ctx, "")
 	}
 }
 
-// flush brings Slack up to date. Lossy (final=false) flushes skip edits
-// that are not due or not within the workspace budget; the final flush
-// waits for both.
+// slot is the reply's slot in pool.
+func (r *streamer) slot(pool string) *liveSlot {
+	for _, p := range livePools {
+		if p.pool == pool {
+			return &liveSlot{pool: pool, id: r.slotID, cover: p.cover}
+		}
+	}
+	return nil
+}
+
+// mayGoLive reports whether a lossy call may try for a slot in pool now.
+func (r *streamer) mayGoLive(pool string) bool {
+	return r.held[pool] || !time.Now().Before(r.noSlot)
+}
+
+// lossyOutcome files the result of a lossy call that did not go through:
+// no slot (try again in a while), no budget or a 429 (back off).
+func (r *streamer) lossyOutcome(pool string, err error) {
+	var be budgetError
+	var rl *slack.RateLimitedError
+	switch {
+	case errors.Is(err, errNoSlot):
+		delete(r.held, pool)
+		r.noSlot = time.Now().Add(max(r.b.opts.EditInterval/2, 100*time.Millisecond))
+	case errors.As(err, &be):
+		r.backoff = time.Now().Add(max(be.wait, 50*time.Millisecond))
+	case errors.As(err, &rl):
+		r.backoff = time.Now().Add(max(rl.RetryAfter, time.Second))
+	case isRateLimited(err) || isDropped(err):
+		r.backoff = time.Now().Add(time.Second)
+	}
+}
+
+// flush brings Slack up to date. Lossy (final=false) flushes make only the
+// calls that are due and within the budget; the final flush waits for
+// budget.
 func (r *streamer) flush(ctx context.Context, final bool) {
 	text, status := r.snapshot()
 	if r.native && !r.ns.failed {
@@ -237,15 +280,15 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 	if r.native {
 		r.ensureStopped(ctx)
 	}
+	if !final && time.Now().Before(r.backoff) {
+		return
+	}
 	if strings.TrimSpace(text) == "" {
-		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant {
+		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant || !r.mayGoLive(poolEdit) {
 			return
 		}
 		// Silent so far: show the status with the Stop button.
-		r.post(ctx, "", status, true)
-		return
-	}
-	if !final && time.Now().Before(r.backoff) {
+		r.post(ctx, "", status, true, false)
 		return
 	}
 	pieces := Split(text, SplitLimit)
@@ -256,23 +299,32 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		}
 		return content, st, live
 	}
-	// New pieces first, then edits of the earlier ones: the reply always
-	// shows a live message (with Stop) until the final text is complete.
+	// New pieces first, then edits of the earlier ones: a live reply
+	// always shows a live message (with Stop) until the final text is
+	// complete. A reply without a slot posts only its complete pieces.
 	for i := len(r.posted); i < len(pieces); i++ {
 		content, st, live := render(i)
-		if !r.post(ctx, content, st, live) {
+		if live && !r.mayGoLive(poolEdit) {
+			break
+		}
+		if !r.post(ctx, content, st, live, final) {
 			return
 		}
 	}
-	for i := range pieces {
+	for i := range min(len(pieces), len(r.posted)) {
 		content, st, live := render(i)
 		p := &r.posted[i]
 		if p.rendered == renderKey(content, st, live, p.markdownText) {
 			continue
 		}
-		if !final && r.shownText && time.Since(p.at) < r.b.opts.EditInterval {
+		if !final {
+			if !r.held[poolEdit] && !r.mayGoLive(poolEdit) {
+				continue
+			}
 			// (The first text replaces a status message at once.)
-			continue
+			if r.shownText && time.Since(p.at) < r.editSpacing() {
+				continue
+			}
 		}
 		if !r.update(ctx, p, content, st, live, final) {
 			return
@@ -282,10 +334,28 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		// The answer needs fewer messages than were posted (rare: a split
 		// point moved): nothing stale may stay.
 		for _, p := range r.posted[len(pieces):] {
-			_, _, _ = r.b.api.DeleteMessageContext(ctx, r.k.Channel, p.ts)
+			_ = r.b.call(ctx, slackCall{team: r.k.Team, method: "chat.delete"}, func(ctx context.Context, api *slack.Client) error {
+				_, _, err := api.DeleteMessageContext(ctx, r.k.Channel, p.ts)
+				return err
+			})
 		}
 		r.posted = r.posted[:len(pieces)]
 	}
+}
+
+// editSpacing is the least time between two interim edits of one message:
+// EditInterval, or longer when several live replies share chat.update, so
+// that together they stay within its rate.
+func (r *streamer) editSpacing() time.Duration {
+	d := r.b.opts.EditInterval
+	l := r.b.gov.limit("chat.update")
+	if l.Off || l.PerMinute <= 0 {
+		return d
+	}
+	n := max(1, r.b.gov.liveSlots(r.k.Team, poolEdit))
+	f := r.b.gov.factor(r.k.Team, "chat.update")
+	per := time.Duration(float64(time.Minute) / (float64(l.PerMinute) * f))
+	return max(d, time.Duration(n)*per)
 }
 
 func renderKey(content, status string, live, markdownText bool) string {
@@ -327,89 +397,100 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 	return append(opts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(fallback, false))
 }
 
-// post adds a message to the reply; false when it failed (the next flush
-// retries).
-func (r *streamer) post(ctx context.Context, content, status string, live bool) bool {
-	if !r.allowed(ctx) {
-		return false
+// maxAttempts bounds how often a must-deliver post or edit is retried
+// after an error that is neither Slack's answer nor a rate limit (the
+// network): the call may have reached Slack, and retrying forever could
+// post twice.
+const maxAttempts = 3
+
+// post adds a message to the reply; false when it did not (the next flush
+// tries again). A live piece needs a live slot; interim posts are lossy,
+// the final ones must-deliver.
+func (r *streamer) post(ctx context.Context, content, status string, live, final bool) bool {
+	c := slackCall{team: r.k.Team, method: "chat.postMessage", channel: r.k.Channel}
+	if !final {
+		c.prio = prioLossy
+		if live {
+			c.slot = r.slot(poolEdit)
+		}
 	}
 	opts := append(r.msgOptions(content, status, live, false), slack.MsgOptionTS(r.k.ThreadTS))
-	for {
-		_, ts, err := r.b.api.PostMessageContext(ctx, r.k.Channel, opts...)
+	for attempt := 1; ; attempt++ {
+		if !r.allowed(ctx) {
+			return false
+		}
+		var ts string
+		err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+			var err error
+			_, ts, err = api.PostMessageContext(ctx, r.k.Channel, opts...)
+			return err
+		})
+		if c.slot != nil && !errors.Is(err, errNoSlot) && !isDropped(err) {
+			r.held[poolEdit] = true
+		}
 		if err == nil {
 			r.posted = append(r.posted, postedMsg{ts: ts, rendered: renderKey(content, status, live, false), at: time.Now()})
 			r.recordPost(ctx, ts)
 			r.visible(content)
 			return true
 		}
-		if !r.retry(ctx, err, true) {
+		if !final {
+			r.lossyOutcome(poolEdit, err)
+			return false
+		}
+		if !r.retry(ctx, err, attempt) {
 			r.b.log.Warn("bot: posting the reply failed", append(threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS), "err", err)...)
 			return false
 		}
 	}
 }
 
-// update edits a posted message. Lossy edits spend the workspace's shared
-// chat.update budget and give up on a 429; the final edit waits.
+// update edits a posted message. Interim edits are lossy and need the
+// reply's live slot; the final edit waits for budget.
 func (r *streamer) update(ctx context.Context, p *postedMsg, content, status string, live, final bool) bool {
-	// One GCRA bucket per workspace, two tolerances: lossy edits pass only
-	// while most of the burst is unspent, so final edits (larger
-	// tolerance) always find room.
-	burst := max(r.b.opts.UpdatesPerMinute/3, 4)
+	c := slackCall{team: r.k.Team, method: "chat.update"}
 	if !final {
-		burst = max(r.b.opts.UpdatesPerMinute/10, 2)
-	}
-	for {
-		ok, wait, err := r.b.store.Take(ctx, r.k.Team+":chat.update", r.b.opts.UpdatesPerMinute, burst)
-		if err == nil && !ok {
-			if !final {
-				// Skipped; no lossy edit before the budget has room.
-				r.backoff = time.Now().Add(wait)
-				return true
-			}
-			if !sleepCtx(ctx, wait) {
-				return false
-			}
-			continue
-		}
-		break
-	}
-	if !r.allowed(ctx) {
-		return false
+		c.prio, c.merge, c.slot = prioLossy, r.k.Channel+":"+p.ts, r.slot(poolEdit)
 	}
 	opts := r.msgOptions(content, status, live, p.markdownText)
-	for {
-		_, _, _, err := r.b.api.UpdateMessageContext(ctx, r.k.Channel, p.ts, opts...)
+	for attempt := 1; ; attempt++ {
+		if !r.allowed(ctx) {
+			return false
+		}
+		err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+			_, _, _, err := api.UpdateMessageContext(ctx, r.k.Channel, p.ts, opts...)
+			return err
+		})
+		if c.slot != nil && !errors.Is(err, errNoSlot) && !isDropped(err) {
+			r.held[poolEdit] = true
+		}
 		if err == nil {
 			p.rendered = renderKey(content, status, live, p.markdownText)
 			p.at = time.Now()
 			r.visible(content)
 			return true
 		}
-		if !r.retry(ctx, err, final) {
-			if final {
-				r.b.log.Warn("bot: final edit failed", append(threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS), "err", err)...)
-			}
+		if !final {
+			r.lossyOutcome(poolEdit, err)
+			return false
+		}
+		if !r.retry(ctx, err, attempt) {
+			r.b.log.Warn("bot: final edit failed", append(threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS), "err", err)...)
 			return false
 		}
 	}
 }
 
-// retry decides whether to retry a failed call: rate limits are honoured
-// (waiting when must is set, else backing off lossy edits); other errors
-// are retried once a second a few times for must-deliver calls.
-func (r *streamer) retry(ctx context.Context, err error, must bool) bool {
-	var rl *slack.RateLimitedError
-	if errors.As(err, &rl) {
-		wait := max(rl.RetryAfter, time.Second)
-		r.backoff = time.Now().Add(wait)
-		return must && sleepCtx(ctx, wait)
-	}
+// retry decides whether a must-deliver call that failed is tried again:
+// Slack's own answers are final (retrying the same call will not help),
+// rate limits were already waited out by Bot.call (ctx ended), network
+// errors are retried once a second a few times.
+func (r *streamer) retry(ctx context.Context, err error, attempt int) bool {
 	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		return false // Slack said no; retrying the same call will not help
+	if errors.As(err, &se) || isRateLimited(err) || ctx.Err() != nil || attempt >= maxAttempts {
+		return false
 	}
-	return must && sleepCtx(ctx, time.Second)
+	return sleepCtx(ctx, time.Second)
 }
 
 // visible records the time to first visible text.
@@ -426,157 +507,19 @@ func (r *streamer) visible(content string) {
 	}
 }
 
-// setStatus shows the assistant-thread status (best effort).
+// setStatus shows the assistant-thread status (lossy: a newer status
+// replaces one still waiting, and none waits long).
 func (r *streamer) setStatus(ctx context.Context, status string) {
-	err := r.b.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
-		ChannelID: r.k.Channel, ThreadTS: r.k.ThreadTS, Status: status,
+	c := slackCall{team: r.k.Team, method: "assistant.threads.setStatus", prio: prioLossy,
+		merge: r.k.Channel + ":" + r.k.ThreadTS, wait: time.Second}
+	err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		return api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+			ChannelID: r.k.Channel, ThreadTS: r.k.ThreadTS, Status: status,
+		})
 	})
 	if err != nil {
-		r.b.log.Debug("bot: setStatus failed", "err", err)
+		r.b.log.Debug("bot: setStatus not sent", "err", err)
 	}
-}
-
-// flushNative streams the answer with chat.startStream/appendStream/
-// stopStream. It returns false when the edit path must take over: the
-// stream failed or expired, or the answer outgrew one message. The edit
-// path then rewrites the stream's message with the whole text, so nothing
-// is lost or repeated.
-func (r *streamer) flushNative(ctx context.Context, text string, final bool) bool {
-	ns := &r.ns
-	api := r.b.api
-	r.mu.Lock()
-	tasks := r.tasks
-	r.tasks = nil
-	r.mu.Unlock()
-	if len(tasks) > 0 && !r.sendTasks(ctx, tasks) {
-		return false
-	}
-	if strings.TrimSpace(text) == "" {
-		return true
-	}
-	// Streams die about 5 minutes after they start
-	// (message_not_in_streaming_state): finish with edits before that.
-	if len(Split(text, SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
-		r.nativeFallback(ctx)
-		return false
-	}
-	if ns.ts == "" {
-		if !r.allowed(ctx) {
-			return true // the lease is lost: write nothing, on either path
-		}
-		_, ts, err := api.StartStreamContext(ctx, r.k.Channel,
-			slack.MsgOptionTS(r.k.ThreadTS),
-			slack.MsgOptionMarkdownText(Markdown(text)),
-			slack.MsgOptionRecipientTeamID(r.k.Team),
-			slack.MsgOptionRecipientUserID(r.requester))
-		if err != nil {
-			r.b.log.Info("bot: native stream unavailable; using edits", "err", err)
-			ns.failed = true
-			return false
-		}
-		ns.ts, ns.sent, ns.at, ns.started = ts, len(text), time.Now(), time.Now()
-		r.recordPost(ctx, ts)
-		r.visible(text)
-	} else if len(text) > ns.sent && (final || time.Since(ns.at) >= r.b.opts.EditInterval) {
-		ok := final
-		if !ok {
-			var err error
-			ok, _, err = r.b.store.Take(ctx, r.k.Team+":chat.appendStream", 90, 10)
-			ok = ok || err != nil
-		}
-		if ok && !r.allowed(ctx) {
-			return true
-		}
-		if ok {
-			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(Markdown(text[ns.sent:])))
-			if err != nil {
-				var se slack.SlackErrorResponse
-				if errors.As(err, &se) && se.Err == "stopped_by_user" {
-					// The person pressed Slack's own stop: end the turn.
-					r.b.cancels.cancel(r.k, stopCause{user: r.requester})
-				}
-				r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
-				r.nativeFallback(ctx)
-				return false
-			}
-			ns.sent, ns.at = len(text), time.Now()
-		}
-	}
-	if final && !ns.stopped {
-		if !r.allowed(ctx) {
-			return true
-		}
-		if _, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts); err != nil {
-			r.nativeFallback(ctx)
-			return false
-		}
-		ns.stopped = true
-	}
-	return true
-}
-
-// sendTasks shows tool progress as task_update chunks, starting the stream
-// if no text has come yet. Progress is lossy: on failure the edit path
-// takes over (false).
-func (r *streamer) sendTasks(ctx context.Context, tasks []slack.StreamChunk) bool {
-	ns := &r.ns
-	if !r.allowed(ctx) {
-		return true
-	}
-	if ns.ts == "" {
-		_, ts, err := r.b.api.StartStreamContext(ctx, r.k.Channel,
-			slack.MsgOptionTS(r.k.ThreadTS),
-			slack.MsgOptionChunks(tasks...),
-			slack.MsgOptionRecipientTeamID(r.k.Team),
-			slack.MsgOptionRecipientUserID(r.requester))
-		if err != nil {
-			r.b.log.Info("bot: native stream unavailable; using edits", "err", err)
-			ns.failed = true
-			return false
-		}
-		ns.ts, ns.at, ns.started = ts, time.Now(), time.Now()
-		r.recordPost(ctx, ts)
-		return true
-	}
-	if _, _, err := r.b.api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionChunks(tasks...)); err != nil {
-		r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
-		r.nativeFallback(ctx)
-		return false
-	}
-	return true
-}
-
-// nativeFallback ends native streaming; the stream's message becomes the
-// first piece of an edit-mode reply (edited with markdown_text).
-func (r *streamer) nativeFallback(ctx context.Context) {
-	ns := &r.ns
-	if ns.failed {
-		return
-	}
-	ns.failed = true
-	if ns.ts == "" {
-		return
-	}
-	r.ensureStopped(ctx)
-	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
-}
-
-// ensureStopped ends the native stream before the edit path touches its
-// message (chat.update on a streaming message is streaming_state_conflict).
-// A cancelled ctx leaves it for the final flush, which runs on a fresh one.
-func (r *streamer) ensureStopped(ctx context.Context) {
-	ns := &r.ns
-	if ns.ts == "" || ns.stopped {
-		return
-	}
-	_, _, err := r.b.api.StopStreamContext(ctx, r.k.Channel, ns.ts)
-	var se slack.SlackErrorResponse
-	if err == nil || errors.As(err, &se) {
-		// Stopped now, or Slack says it is not streaming any more.
-		ns.stopped = true
-		return
-	}
-	r.b.log.Debug("bot: stopping the native stream failed", "err", err)
 }
 
 // stopClicked handles the Stop button. The same people may stop a turn as

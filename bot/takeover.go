@@ -99,20 +99,33 @@ func (b *Bot) guardStreamer(r *streamer, lease *session.Lease, turnID string) {
 // allowed reports whether the streamer may write to Slack: not once the
 // lease is known lost. Other failures (Redis briefly away) do not stop the
 // reply: the fencing token still guards the transcript.
+//
+// A renewal that succeeded is trusted for guardFresh: the lease then runs
+// for at least LEASE_TTL (≥ 1 s) from it, and no other replica can take
+// it before it expires, so a stream of edits costs one Redis round trip
+// each (the budget), not two.
 func (r *streamer) allowed(ctx context.Context) bool {
 	if r.lost {
 		return false
 	}
-	if r.guard == nil {
+	if r.guard == nil || (!r.guardOK.IsZero() && time.Since(r.guardOK) < guardFresh) {
 		return true
 	}
-	if err := r.guard(ctx); errors.Is(err, session.ErrLeaseLost) {
+	err := r.guard(ctx)
+	if errors.Is(err, session.ErrLeaseLost) {
 		r.lost = true
 		r.b.log.Info("bot: thread lease lost; not writing to Slack", threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS)...)
 		return false
 	}
+	if err == nil {
+		r.guardOK = time.Now()
+	}
 	return true
 }
+
+// guardFresh is how long a successful lease renewal vouches for writes
+// (half the shortest LEASE_TTL).
+const guardFresh = 500 * time.Millisecond
 
 // posted records the first message of the reply with onPost.
 func (r *streamer) recordPost(ctx context.Context, ts string) {
@@ -166,9 +179,12 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 	}
 	// The half-streamed message: mark it, the answer follows below.
 	if old != "" {
-		_, _, _, err := b.api.UpdateMessageContext(ctx, k.Channel, old,
-			slack.MsgOptionText(interruptedNote, false), slack.MsgOptionBlocks(),
-			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		err := b.call(ctx, slackCall{team: k.Team, method: "chat.update"}, func(ctx context.Context, api *slack.Client) error {
+			_, _, _, err := api.UpdateMessageContext(ctx, k.Channel, old,
+				slack.MsgOptionText(interruptedNote, false), slack.MsgOptionBlocks(),
+				slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+			return err
+		})
 		if err != nil {
 			log.Warn("bot: marking the interrupted reply failed", "err", err)
 		}

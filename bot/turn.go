@@ -170,7 +170,7 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 			Role:     provider.RoleUser,
 			Content:  m.Text,
 			UserID:   m.User,
-			UserName: b.names.name(ctx, b.api, m.User),
+			UserName: b.names.name(ctx, b, k.Team, m.User),
 			Meta:     map[string]string{"ts": m.TS},
 		})
 	}
@@ -331,9 +331,14 @@ func (b *Bot) grantCheck(k session.ThreadKey) func(context.Context, string) bool
 
 // failNotice posts a short safe message in the thread.
 func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, text string) {
-	_, _, err := b.api.PostMessageContext(context.WithoutCancel(ctx), k.Channel,
-		slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(EscapeText(text), false),
-		slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	err := b.call(nctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+		_, _, err := api.PostMessageContext(ctx, k.Channel,
+			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(EscapeText(text), false),
+			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		return err
+	})
 	if err != nil {
 		b.log.Warn("bot: failure notice not delivered", "err", err)
 	}
@@ -343,7 +348,7 @@ func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, te
 // prompt caches hit: the Slack setting, the date, workspace and channel
 // names, how to format, then the operator's instructions.
 func (b *Bot) systemPrompt(ctx context.Context, k session.ThreadKey, now time.Time) string {
-	team, channel := b.names.team(ctx, b.api, k.Team), b.names.channel(ctx, b.api, k.Channel)
+	team, channel := b.names.team(ctx, b, k.Team), b.names.channel(ctx, b, k.Team, k.Channel)
 	var s strings.Builder
 	s.WriteString("You are Bobbin, an assistant answering inside a Slack thread. ")
 	s.WriteString("Several people may talk in the thread; each user message starts with who wrote it as [name (user id)]. ")

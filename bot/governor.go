@@ -1,0 +1,603 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// The Slack call governor. Every Web API call the bot makes asks it for
+// budget first (Bot.call; the transport catches any call that did not):
+// it knows each method's budget (limits.go), spends from the budget all
+// replicas share in Redis (session.Spend: one round trip), pauses a method
+// for the whole workspace when Slack answers 429 (session.Throttled) and
+// orders the calls waiting in this process by priority. Lossy calls never
+// queue without bound: they are merged into a newer call for the same
+// target, or dropped when budget does not come soon enough.
+
+// priority orders calls waiting for the same budget.
+type priority int
+
+const (
+	// prioMust: the final text of a reply, approval prompts and their
+	// updates, error notices, answers to clicks and commands. Waits its
+	// turn until its context ends; never dropped.
+	prioMust priority = iota
+	// prioLossy: interim edits of a streaming reply, status lines,
+	// reactions on queued messages. Leaves budget for must-deliver calls;
+	// merged or dropped rather than queued.
+	prioLossy
+)
+
+func (p priority) String() string {
+	if p == prioMust {
+		return "must"
+	}
+	return "lossy"
+}
+
+// slackCall describes one Web API call to the governor.
+type slackCall struct {
+	team, method string
+	// channel selects the per-channel budget (chat.postMessage).
+	channel string
+	prio    priority
+	// merge: a lossy call still waiting with the same key is replaced by
+	// this one (it returns errMerged).
+	merge string
+	// wait bounds how long a lossy call waits for budget: 0 tries once,
+	// negative waits until ctx ends (the caller bounds it).
+	wait time.Duration
+	// slot makes the call take or keep a live-reply slot (errNoSlot when
+	// none is free; nothing is spent then).
+	slot *liveSlot
+}
+
+// liveSlot names a reply's slot in a workspace pool; cover is the method
+// of the reply's final call, whose budget must have room for it.
+type liveSlot struct{ pool, id, cover string }
+
+var (
+	errDropped = errors.New("bot: Slack call dropped: no budget in time")
+	errMerged  = errors.New("bot: Slack call merged into a newer one")
+	errNoSlot  = errors.New("bot: no live-reply slot free")
+)
+
+// budgetError is a try-once lossy call refused for want of budget; wait
+// says when budget is due.
+type budgetError struct{ wait time.Duration }
+
+func (e budgetError) Error() string { return fmt.Sprintf("%v (next in %v)", errDropped, e.wait) }
+func (e budgetError) Unwrap() error { return errDropped }
+
+// budgetStore is the shared budget (*session.Store has it; without it the
+// governor keeps budgets in this process only).
+type budgetStore interface {
+	Spend(ctx context.Context, r session.SpendRequest) (session.SpendResult, error)
+	Throttled(ctx context.Context, r session.SpendRequest, retryAfter time.Duration) (float64, time.Duration, error)
+	ReleaseSlot(ctx context.Context, team, pool, id string) error
+}
+
+// maxLossyWaiters bounds the lossy calls waiting for one budget in this
+// process; past it a new one is dropped.
+const maxLossyWaiters = 32
+
+// appScope is the budget scope of calls that name no workspace (the
+// app-level apps.connections.open, auth.test at start-up).
+const appScope = "app"
+
+// governor is safe for concurrent use.
+type governor struct {
+	store   budgetStore
+	limits  map[string]RateLimit
+	m       *Metrics
+	log     *slog.Logger
+	slotTTL time.Duration
+
+	mu     sync.Mutex
+	seq    uint64
+	lanes  map[string]*lane
+	known  map[string]*methodState // team+" "+method
+	slots  map[string]int          // team+" "+pool → holders last seen
+	local  map[string]*localBucket // budgets while Redis is away
+	warned time.Time
+	// ungoverned counts calls that reached Slack without asking the
+	// governor first, by method (export_test.go).
+	ungoverned map[string]int
+}
+
+// methodState is what this process knows of a method's shared state.
+type methodState struct {
+	factor float64
+	paused time.Time
+}
+
+func newGovernor(store budgetStore, limits map[string]RateLimit, m *Metrics, log *slog.Logger, slotTTL time.Duration) *governor {
+	return &governor{
+		store: store, limits: limits, m: m, log: log, slotTTL: slotTTL,
+		lanes: map[string]*lane{}, known: map[string]*methodState{}, slots: map[string]int{},
+		local: map[string]*localBucket{}, ungoverned: map[string]int{},
+	}
+}
+
+// limit is the budget of method.
+func (g *governor) limit(method string) RateLimit {
+	if l, ok := g.limits[method]; ok {
+		return l
+	}
+	if l, ok := g.limits[defaultLimitKey]; ok {
+		return l
+	}
+	return tier3
+}
+
+// lane is the queue of this process's calls waiting for one budget.
+type lane struct {
+	key     string
+	waiters []*waiter // by priority, then arrival
+	holder  *waiter   // the waiter asking Redis now
+	next    [2]time.Time
+	timer   *time.Timer
+}
+
+type waiter struct {
+	c    slackCall
+	seq  uint64
+	turn chan struct{} // its turn to ask for budget
+	done chan error    // merged away
+}
+
+func (ln *lane) insert(w *waiter) {
+	i, _ := slices.BinarySearchFunc(ln.waiters, w, func(a, b *waiter) int {
+		return cmp.Or(cmp.Compare(a.c.prio, b.c.prio), cmp.Compare(a.seq, b.seq))
+	})
+	ln.waiters = slices.Insert(ln.waiters, i, w)
+}
+
+func (ln *lane) remove(w *waiter) {
+	if i := slices.Index(ln.waiters, w); i >= 0 {
+		ln.waiters = slices.Delete(ln.waiters, i, i+1)
+	}
+	if ln.holder == w {
+		ln.holder = nil
+	}
+}
+
+func (ln *lane) lossy() int {
+	n := 0
+	for _, w := range ln.waiters {
+		if w.c.prio == prioLossy {
+			n++
+		}
+	}
+	return n
+}
+
+func laneKey(c slackCall, l RateLimit) string {
+	k := c.team + " " + c.method
+	if l.ChannelPerMinute > 0 && c.channel != "" {
+		k += " " + c.channel
+	}
+	return k
+}
+
+// grant is the budget for one call; the transport finds it in the
+// request's context.
+type grant struct {
+	team, method, channel string
+	used                  bool // guarded by the transport (one request per grant)
+	mu                    sync.Mutex
+}
+
+// take marks the grant used; false if it was already.
+func (g *grant) take(method string) bool {
+	if g == nil || g.method != method {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.used {
+		return false
+	}
+	g.used = true
+	return true
+}
+
+type grantKey struct{}
+
+// acquire waits for budget for c in priority order and returns the grant.
+func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
+	c.team = cmp.Or(c.team, appScope)
+	l := g.limit(c.method)
+	start := time.Now()
+	gr := &grant{team: c.team, method: c.method, channel: c.channel}
+	if l.Off && c.slot == nil {
+		// No budget, but a 429's pause still holds.
+		if !g.waitPause(ctx, c) {
+			return nil, ctx.Err()
+		}
+		return gr, nil
+	}
+	w := &waiter{c: c, turn: make(chan struct{}, 1), done: make(chan error, 1)}
+	g.mu.Lock()
+	ln := g.laneLocked(laneKey(c, l))
+	if c.prio == prioLossy {
+		if c.merge != "" {
+			for _, old := range ln.waiters {
+				if old != ln.holder && old.c.merge == c.merge {
+					ln.remove(old)
+					old.done <- errMerged
+					w.seq = old.seq // the newer call keeps the older one's place
+					g.m.SlackDropped.WithLabelValues(c.method, "merged").Inc()
+					break
+				}
+			}
+		}
+		busy := ln.holder != nil || len(ln.waiters) > 0 || time.Now().Before(ln.next[prioLossy])
+		if (c.wait == 0 && busy) || ln.lossy() >= maxLossyWaiters {
+			wait := time.Until(ln.next[prioLossy])
+			g.mu.Unlock()
+			g.m.SlackDropped.WithLabelValues(c.method, "dropped").Inc()
+			return nil, budgetError{wait: max(wait, 0)}
+		}
+	}
+	if w.seq == 0 {
+		g.seq++
+		w.seq = g.seq
+	}
+	ln.insert(w)
+	g.kickLocked(ln)
+	g.mu.Unlock()
+
+	var deadline <-chan time.Time
+	if c.prio == prioLossy && c.wait > 0 {
+		t := time.NewTimer(c.wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		select {
+		case err := <-w.done:
+			return nil, err
+		case <-deadline:
+			g.leave(ln, w)
+			g.m.SlackDropped.WithLabelValues(c.method, "dropped").Inc()
+			return nil, errDropped
+		case <-ctx.Done():
+			g.leave(ln, w)
+			return nil, ctx.Err()
+		case <-w.turn:
+		}
+		res, err := g.spend(ctx, c, l)
+		now := time.Now()
+		g.mu.Lock()
+		ln.holder = nil
+		switch {
+		case err != nil && ctx.Err() != nil:
+			ln.remove(w)
+			g.kickLocked(ln)
+			g.mu.Unlock()
+			return nil, ctx.Err()
+		case res.NoSlot:
+			ln.remove(w)
+			g.kickLocked(ln)
+			g.mu.Unlock()
+			return nil, errNoSlot
+		case res.OK:
+			ln.remove(w)
+			g.kickLocked(ln)
+			g.gcLocked(ln)
+			g.mu.Unlock()
+			g.m.SlackWait.WithLabelValues(c.method, c.prio.String()).Observe(now.Sub(start).Seconds())
+			return gr, nil
+		}
+		ln.next[c.prio] = now.Add(res.Wait)
+		if c.prio == prioMust && ln.next[prioLossy].Before(ln.next[prioMust]) {
+			ln.next[prioLossy] = ln.next[prioMust]
+		}
+		if c.prio == prioLossy && c.wait == 0 {
+			ln.remove(w)
+			g.kickLocked(ln)
+			g.mu.Unlock()
+			g.m.SlackDropped.WithLabelValues(c.method, "dropped").Inc()
+			return nil, budgetError{wait: res.Wait}
+		}
+		g.kickLocked(ln)
+		g.mu.Unlock()
+	}
+}
+
+// leave takes w out of its lane (context ended, deadline passed).
+func (g *governor) leave(ln *lane, w *waiter) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ln.remove(w)
+	g.kickLocked(ln)
+	g.gcLocked(ln)
+}
+
+// kickLocked gives the lane's best waiter its turn when its budget may be
+// due, or sets the lane's timer for then.
+func (g *governor) kickLocked(ln *lane) {
+	if ln.holder != nil || len(ln.waiters) == 0 {
+		return
+	}
+	w := ln.waiters[0]
+	at := ln.next[w.c.prio]
+	if st := g.known[w.c.team+" "+w.c.method]; st != nil && st.paused.After(at) {
+		at = st.paused
+	}
+	if d := time.Until(at); d > 0 {
+		if ln.timer == nil {
+			ln.timer = time.AfterFunc(d, func() {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				g.kickLocked(ln)
+			})
+		} else {
+			ln.timer.Reset(d)
+		}
+		return
+	}
+	ln.holder = w
+	w.turn <- struct{}{}
+}
+
+func (g *governor) laneLocked(key string) *lane {
+	ln := g.lanes[key]
+	if ln == nil {
+		ln = &lane{key: key}
+		g.lanes[key] = ln
+	}
+	return ln
+}
+
+// gcLocked forgets an idle lane whose refusals are over.
+func (g *governor) gcLocked(ln *lane) {
+	now := time.Now()
+	if ln.holder != nil || len(ln.waiters) > 0 || now.Before(ln.next[prioMust]) || now.Before(ln.next[prioLossy]) {
+		return
+	}
+	if ln.timer != nil {
+		ln.timer.Stop()
+	}
+	if g.lanes[ln.key] == ln {
+		delete(g.lanes, ln.key)
+	}
+}
+
+// waitPause waits out a known 429 pause of c's method.
+func (g *governor) waitPause(ctx context.Context, c slackCall) bool {
+	g.mu.Lock()
+	st := g.known[c.team+" "+c.method]
+	var until time.Time
+	if st != nil {
+		until = st.paused
+	}
+	g.mu.Unlock()
+	d := time.Until(until)
+	return d <= 0 || sleepCtx(ctx, d)
+}
+
+// request is c as the shared budget sees it.
+func (g *governor) request(c slackCall, l RateLimit) session.SpendRequest {
+	r := session.SpendRequest{Team: c.team, Method: c.method}
+	if !l.Off {
+		r.PerMinute, r.Burst = l.PerMinute, l.burst()
+		if l.ChannelPerMinute > 0 && c.channel != "" {
+			r.Channel, r.ChannelPerMinute, r.ChannelBurst = c.channel, l.ChannelPerMinute, l.channelBurst()
+		}
+	}
+	if c.prio == prioLossy {
+		r.Reserve = 1
+	}
+	return r
+}
+
+// spend asks the shared budget once (one Redis round trip).
+func (g *governor) spend(ctx context.Context, c slackCall, l RateLimit) (session.SpendResult, error) {
+	r := g.request(c, l)
+	if c.prio == prioLossy {
+		// Leave a token for each live reply's final call.
+		g.mu.Lock()
+		for _, p := range livePools {
+			if p.cover == c.method {
+				r.Reserve = max(r.Reserve, g.slots[c.team+" "+p.pool])
+			}
+		}
+		g.mu.Unlock()
+	}
+	if s := c.slot; s != nil {
+		cl := g.limit(s.cover)
+		if !cl.Off {
+			cb := cl.burst()
+			g.mu.Lock()
+			if st := g.known[c.team+" "+s.cover]; st != nil && st.factor > 0 {
+				cb = int(float64(cb) * st.factor)
+			}
+			g.mu.Unlock()
+			r.Slot = &session.SlotRequest{Pool: s.pool, ID: s.id, Cap: max(1, cb-1), TTL: g.slotTTL,
+				CoverMethod: s.cover, CoverPerMinute: cl.PerMinute, CoverBurst: cl.burst()}
+		}
+	}
+	if g.store == nil {
+		return g.spendLocal(c, l, r.Reserve), nil
+	}
+	res, err := g.store.Spend(ctx, r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		// Redis away: keep Slack's limits per process rather than stop
+		// talking to Slack (a 429 still pauses the method).
+		g.warn("bot: shared Slack budget unavailable; budgeting in this process", err)
+		return g.spendLocal(c, l, r.Reserve), nil
+	}
+	g.mu.Lock()
+	k := c.team + " " + c.method
+	st := g.known[k]
+	if st == nil {
+		st = &methodState{}
+		g.known[k] = st
+	}
+	st.factor = res.Factor
+	if r.Slot != nil {
+		g.slots[c.team+" "+r.Slot.Pool] = res.Slots
+	}
+	g.mu.Unlock()
+	if res.OK {
+		g.m.SlackBudgetInUse.WithLabelValues(c.method).Set(res.InUse)
+		g.m.SlackBudgetFactor.WithLabelValues(c.method).Set(res.Factor)
+	}
+	return res, nil
+}
+
+func (g *governor) warn(msg string, err error) {
+	g.mu.Lock()
+	due := time.Since(g.warned) > time.Minute
+	if due {
+		g.warned = time.Now()
+	}
+	g.mu.Unlock()
+	if due {
+		g.log.Warn(msg, "err", err)
+	}
+}
+
+// throttled records a 429 for method in team: this process and, through
+// Redis, every replica pause the method until retryAfter has passed, and
+// the method's budget shrinks.
+func (g *governor) throttled(ctx context.Context, team, method, channel string, retryAfter time.Duration) {
+	team = cmp.Or(team, appScope)
+	retryAfter = max(retryAfter, time.Second)
+	l := g.limit(method)
+	until := time.Now().Add(retryAfter)
+	g.mu.Lock()
+	k := team + " " + method
+	st := g.known[k]
+	if st == nil {
+		st = &methodState{factor: 1}
+		g.known[k] = st
+	}
+	if until.After(st.paused) {
+		st.paused = until
+	}
+	g.mu.Unlock()
+	if g.store != nil {
+		r := g.request(slackCall{team: team, method: method, channel: channel}, l)
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		defer cancel()
+		f, pause, err := g.store.Throttled(tctx, r, retryAfter)
+		if err != nil {
+			g.warn("bot: recording a Slack 429 in Redis failed; the pause holds in this process only", err)
+		} else {
+			g.mu.Lock()
+			st.factor = f
+			if p := time.Now().Add(pause); p.After(st.paused) {
+				st.paused = p
+			}
+			g.mu.Unlock()
+			g.m.SlackBudgetFactor.WithLabelValues(method).Set(f)
+		}
+	}
+	g.log.Info("bot: Slack answered 429; pausing the method for the workspace",
+		"team", team, "method", method, "retry_after", retryAfter.String())
+}
+
+// factor is the method's AIMD factor as last seen (1 when unknown).
+func (g *governor) factor(team, method string) float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.known[team+" "+method]; st != nil && st.factor > 0 {
+		return st.factor
+	}
+	return 1
+}
+
+// liveSlots is the number of live replies in team's pool as last seen.
+func (g *governor) liveSlots(team, pool string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.slots[team+" "+pool]
+}
+
+// releaseSlot gives a reply's live slot back.
+func (g *governor) releaseSlot(ctx context.Context, team string, s *liveSlot) {
+	if s == nil {
+		return
+	}
+	g.mu.Lock()
+	if n := g.slots[team+" "+s.pool]; n > 0 {
+		g.slots[team+" "+s.pool] = n - 1
+	}
+	g.mu.Unlock()
+	if g.store == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if err := g.store.ReleaseSlot(rctx, team, s.pool, s.id); err != nil {
+		g.log.Debug("bot: releasing a live slot failed (it expires by itself)", "err", err)
+	}
+}
+
+// noteUngoverned counts a call that did not ask for budget first.
+func (g *governor) noteUngoverned(method string) {
+	g.mu.Lock()
+	g.ungoverned[method]++
+	g.mu.Unlock()
+}
+
+// localBucket is a GCRA budget of this process alone.
+type localBucket struct{ tat time.Time }
+
+// spendLocal budgets in this process: Redis is away (or absent in tests).
+// Live slots are then always free.
+func (g *governor) spendLocal(c slackCall, l RateLimit, reserve int) session.SpendResult {
+	if l.Off {
+		return session.SpendResult{OK: true, Factor: 1, HasSlot: c.slot != nil}
+	}
+	now := time.Now()
+	take := func(key string, perMinute, burst int, commit bool) (time.Duration, bool) {
+		b := g.local[key]
+		if b == nil {
+			b = &localBucket{}
+			g.local[key] = b
+		}
+		t := time.Minute / time.Duration(perMinute)
+		base := b.tat
+		if base.Before(now) {
+			base = now
+		}
+		tol := max(1, burst-reserve)
+		if at := base.Add(t - time.Duration(tol)*t); now.Before(at) {
+			return at.Sub(now), false
+		}
+		if commit {
+			b.tat = base.Add(t)
+		}
+		return 0, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.local) > 10000 {
+		clear(g.local)
+	}
+	ws := c.team + " " + c.method
+	wait, ok := take(ws, l.PerMinute, l.burst(), false)
+	if ok && l.ChannelPerMinute > 0 && c.channel != "" {
+		wait, ok = take(ws+" "+c.channel, l.ChannelPerMinute, l.channelBurst(), true)
+	}
+	if !ok {
+		return session.SpendResult{Wait: wait, Factor: 1}
+	}
+	take(ws, l.PerMinute, l.burst(), true)
+	return session.SpendResult{OK: true, Factor: 1, HasSlot: c.slot != nil}
+}

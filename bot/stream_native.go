@@ -1,0 +1,228 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// nativeLifetime is how long a native stream is used before the reply
+// continues with edits.
+const nativeLifetime = 4 * time.Minute
+
+// nativeStream is the state of a chat.startStream message.
+type nativeStream struct {
+	ts      string
+	sent    int // bytes of the answer already appended
+	at      time.Time
+	started time.Time
+	failed  bool
+	stopped bool
+}
+
+// flushNative streams the answer with chat.startStream/appendStream/
+// stopStream, through the same governor as edits. It returns false when
+// the edit path must take over: the stream failed or expired, the answer
+// outgrew one message, or it never started (no live slot) and the answer
+// is complete (it is then posted once). The edit path rewrites a stream's
+// message with the whole text, so nothing is lost or repeated.
+func (r *streamer) flushNative(ctx context.Context, text string, final bool) bool {
+	ns := &r.ns
+	r.mu.Lock()
+	tasks := r.tasks
+	r.tasks = nil
+	r.mu.Unlock()
+	requeue := func() {
+		r.mu.Lock()
+		r.tasks = append(tasks, r.tasks...)
+		r.mu.Unlock()
+	}
+	if ns.ts == "" && final {
+		return false
+	}
+	if len(Split(text, SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
+		// Streams die about 5 minutes after they start
+		// (message_not_in_streaming_state): finish with edits before that.
+		r.nativeFallback(ctx)
+		return false
+	}
+	if ns.ts == "" {
+		if len(tasks) == 0 && strings.TrimSpace(text) == "" {
+			return true
+		}
+		if time.Now().Before(r.backoff) || !r.mayGoLive(poolNative) {
+			requeue()
+			return true
+		}
+		return r.startStream(ctx, text, tasks, requeue)
+	}
+	if len(tasks) > 0 && !r.sendTasks(ctx, tasks, final, requeue) {
+		return false
+	}
+	if len(text) > ns.sent && (final || (time.Since(ns.at) >= r.b.opts.EditInterval && !time.Now().Before(r.backoff))) {
+		if !r.allowed(ctx) {
+			return true // the lease is lost: write nothing, on either path
+		}
+		c := slackCall{team: r.k.Team, method: "chat.appendStream"}
+		if !final {
+			c.prio, c.merge = prioLossy, r.k.Channel+":"+ns.ts
+		}
+		err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(Markdown(text[ns.sent:])))
+			return err
+		})
+		switch {
+		case err == nil:
+			ns.sent, ns.at = len(text), time.Now()
+		case !final && (isDropped(err) || isRateLimited(err)):
+			r.lossyOutcome(poolNative, err)
+		default:
+			var se slack.SlackErrorResponse
+			if errors.As(err, &se) && se.Err == "stopped_by_user" {
+				// The person pressed Slack's own stop: end the turn.
+				r.b.cancels.cancel(r.k, stopCause{user: r.requester})
+			}
+			r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
+			r.nativeFallback(ctx)
+			return false
+		}
+	}
+	if final && !ns.stopped {
+		if !r.allowed(ctx) {
+			return true
+		}
+		err := r.b.call(ctx, slackCall{team: r.k.Team, method: "chat.stopStream"}, func(ctx context.Context, api *slack.Client) error {
+			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
+			return err
+		})
+		if err != nil {
+			r.nativeFallback(ctx)
+			return false
+		}
+		ns.stopped = true
+	}
+	return true
+}
+
+// startStream starts the native stream with the text so far, or the tool
+// progress when no text has come yet. It needs a live slot; without one
+// the reply waits (and is posted once when complete).
+func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.StreamChunk, requeue func()) bool {
+	ns := &r.ns
+	if !r.allowed(ctx) {
+		return true // the lease is lost: write nothing, on either path
+	}
+	opts := []slack.MsgOption{slack.MsgOptionTS(r.k.ThreadTS),
+		slack.MsgOptionRecipientTeamID(r.k.Team), slack.MsgOptionRecipientUserID(r.requester)}
+	chunksOnly := strings.TrimSpace(text) == ""
+	if chunksOnly {
+		opts = append(opts, slack.MsgOptionChunks(tasks...))
+	} else {
+		opts = append(opts, slack.MsgOptionMarkdownText(Markdown(text)))
+	}
+	c := slackCall{team: r.k.Team, method: "chat.startStream", prio: prioLossy, slot: r.slot(poolNative)}
+	var ts string
+	err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		var err error
+		_, ts, err = api.StartStreamContext(ctx, r.k.Channel, opts...)
+		return err
+	})
+	if !errors.Is(err, errNoSlot) && !isDropped(err) {
+		r.held[poolNative] = true
+	}
+	switch {
+	case err == nil:
+	case isDropped(err) || isRateLimited(err):
+		r.lossyOutcome(poolNative, err)
+		requeue() // nothing went out
+		return true
+	default:
+		r.b.log.Info("bot: native stream unavailable; using edits", "err", err)
+		ns.failed = true
+		requeue()
+		return false
+	}
+	ns.ts, ns.at, ns.started = ts, time.Now(), time.Now()
+	r.recordPost(ctx, ts)
+	if !chunksOnly {
+		ns.sent = len(text)
+		r.visible(text)
+		if len(tasks) > 0 {
+			requeue() // the tool progress goes with the next append
+		}
+	}
+	return true
+}
+
+// sendTasks shows tool progress as task_update chunks. Progress is lossy
+// until the end: refused chunks wait for the next flush, and the final
+// flush delivers what is left. On a failure the edit path takes over
+// (false).
+func (r *streamer) sendTasks(ctx context.Context, tasks []slack.StreamChunk, final bool, requeue func()) bool {
+	ns := &r.ns
+	if !r.allowed(ctx) {
+		return true
+	}
+	c := slackCall{team: r.k.Team, method: "chat.appendStream"}
+	if !final {
+		c.prio = prioLossy
+		if time.Now().Before(r.backoff) {
+			requeue()
+			return true
+		}
+	}
+	err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionChunks(tasks...))
+		return err
+	})
+	switch {
+	case err == nil:
+		return true
+	case !final && (isDropped(err) || isRateLimited(err)):
+		r.lossyOutcome(poolNative, err)
+		requeue()
+		return true
+	}
+	r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
+	r.nativeFallback(ctx)
+	return false
+}
+
+// nativeFallback ends native streaming; the stream's message becomes the
+// first piece of an edit-mode reply (edited with markdown_text).
+func (r *streamer) nativeFallback(ctx context.Context) {
+	ns := &r.ns
+	if ns.failed {
+		return
+	}
+	ns.failed = true
+	if ns.ts == "" {
+		return
+	}
+	r.ensureStopped(ctx)
+	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
+}
+
+// ensureStopped ends the native stream before the edit path touches its
+// message (chat.update on a streaming message is streaming_state_conflict).
+// A cancelled ctx leaves it for the final flush, which runs on a fresh one.
+func (r *streamer) ensureStopped(ctx context.Context) {
+	ns := &r.ns
+	if ns.ts == "" || ns.stopped {
+		return
+	}
+	err := r.b.call(ctx, slackCall{team: r.k.Team, method: "chat.stopStream"}, func(ctx context.Context, api *slack.Client) error {
+		_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
+		return err
+	})
+	var se slack.SlackErrorResponse
+	if err == nil || errors.As(err, &se) {
+		// Stopped now, or Slack says it is not streaming any more.
+		ns.stopped = true
+		return
+	}
+	r.b.log.Debug("bot: stopping the native stream failed", "err", err)
+}
