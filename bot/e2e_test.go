@@ -36,6 +36,7 @@ type harness struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan error
+	bot    *bot.Bot // the running bot
 }
 
 type harnessOpts struct {
@@ -99,7 +100,7 @@ func (h *harness) start() {
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
 	h.mu.Lock()
-	h.cancel, h.done = cancel, done
+	h.cancel, h.done, h.bot = cancel, done, b
 	h.mu.Unlock()
 	h.wait("socket connected", func() bool { return b.Ready(context.Background()) == nil })
 }

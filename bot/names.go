@@ -12,11 +12,13 @@ import (
 const nameTTL = time.Hour
 
 // nameCache remembers display names of people, workspaces and channels so
-// each is looked up once (users.info is Tier 4, but a busy thread would
-// still spend it on every message).
+// each is looked up once (users.info is Tier 4 and conversations.info Tier
+// 3: a burst of new sessions would spend them on every turn). Concurrent
+// lookups of one name share the first one's call.
 type nameCache struct {
-	mu sync.Mutex
-	m  map[string]nameEntry
+	mu       sync.Mutex
+	m        map[string]nameEntry
+	inflight map[string]chan struct{}
 }
 
 type nameEntry struct {
@@ -24,24 +26,53 @@ type nameEntry struct {
 	at   time.Time
 }
 
-func (c *nameCache) get(key string, lookup func() (string, error)) string {
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && time.Since(e.at) < nameTTL {
-		return e.name
+// nameWait bounds how long a name lookup waits for budget. Names only
+// decorate the system prompt and the transcript, and a burst of new
+// sessions must not queue behind conversations.info (Tier 3): past it the
+// id is used (and the name looked up again next time).
+const nameWait = 250 * time.Millisecond
+
+func (c *nameCache) get(ctx context.Context, key string, lookup func() (string, error)) string {
+	for {
+		c.mu.Lock()
+		e, ok := c.m[key]
+		if ok && time.Since(e.at) < nameTTL {
+			c.mu.Unlock()
+			return e.name
+		}
+		wait, busy := c.inflight[key]
+		if !busy {
+			if c.inflight == nil {
+				c.inflight = map[string]chan struct{}{}
+			}
+			wait = make(chan struct{})
+			c.inflight[key] = wait
+		}
+		c.mu.Unlock()
+		if busy {
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return ""
+			}
+		}
+		name, err := lookup()
+		c.mu.Lock()
+		delete(c.inflight, key)
+		close(wait)
+		if err == nil && name != "" {
+			if len(c.m) > 50000 {
+				clear(c.m)
+			}
+			c.m[key] = nameEntry{name: name, at: time.Now()}
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return ""
+		}
+		return name
 	}
-	name, err := lookup()
-	if err != nil || name == "" {
-		return ""
-	}
-	c.mu.Lock()
-	if len(c.m) > 50000 {
-		clear(c.m)
-	}
-	c.m[key] = nameEntry{name: name, at: time.Now()}
-	c.mu.Unlock()
-	return name
 }
 
 // name is a person's display name in team ("" when unknown).
@@ -49,10 +80,15 @@ func (c *nameCache) name(ctx context.Context, b *Bot, team, user string) string 
 	if user == "" {
 		return ""
 	}
-	return c.get("u:"+team+":"+user, func() (string, error) {
+	return c.get(ctx, "u:"+team+":"+user, func() (string, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		u, err := b.lookupUser(lctx, team, user)
+		var u *slack.User
+		err := b.call(lctx, slackCall{team: team, method: "users.info", prio: prioLossy, wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
+			var err error
+			u, err = api.GetUserInfoContext(ctx, user)
+			return err
+		})
 		if err != nil {
 			return "", err
 		}
@@ -67,11 +103,11 @@ func (c *nameCache) name(ctx context.Context, b *Bot, team, user string) string 
 
 // team is the workspace name, or its id when unknown.
 func (c *nameCache) team(ctx context.Context, b *Bot, team string) string {
-	n := c.get("t:"+team, func() (string, error) {
+	n := c.get(ctx, "t:"+team, func() (string, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var name string
-		err := b.call(lctx, slackCall{team: team, method: "team.info"}, func(ctx context.Context, api *slack.Client) error {
+		err := b.call(lctx, slackCall{team: team, method: "team.info", prio: prioLossy, wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
 			t, err := api.GetTeamInfoContext(ctx)
 			if err == nil {
 				name = t.Name
@@ -88,11 +124,11 @@ func (c *nameCache) team(ctx context.Context, b *Bot, team string) string {
 
 // channel is the channel name in team, or its id when unknown.
 func (c *nameCache) channel(ctx context.Context, b *Bot, team, channel string) string {
-	n := c.get("c:"+team+":"+channel, func() (string, error) {
+	n := c.get(ctx, "c:"+team+":"+channel, func() (string, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var name string
-		err := b.call(lctx, slackCall{team: team, method: "conversations.info"}, func(ctx context.Context, api *slack.Client) error {
+		err := b.call(lctx, slackCall{team: team, method: "conversations.info", prio: prioLossy, wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
 			ch, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
 			if err == nil {
 				name = ch.Name

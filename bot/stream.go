@@ -61,6 +61,9 @@ type streamer struct {
 	slotID string
 	held   map[string]bool
 	noSlot time.Time
+	// refused is when the budget last turned down a lossy call: edits
+	// are then spaced by how many live replies share chat.update.
+	refused time.Time
 
 	// guard, when set, is checked before every Slack write (the lease's
 	// Renew); onPost learns the reply's first ts (takeover.go).
@@ -259,7 +262,8 @@ func (r *streamer) lossyOutcome(pool string, err error) {
 		delete(r.held, pool)
 		r.noSlot = time.Now().Add(max(r.b.opts.EditInterval/2, 100*time.Millisecond))
 	case errors.As(err, &be):
-		r.backoff = time.Now().Add(max(be.wait, 50*time.Millisecond))
+		r.refused = time.Now()
+		r.backoff = r.refused.Add(max(be.wait, 50*time.Millisecond))
 	case errors.As(err, &rl):
 		r.backoff = time.Now().Add(max(rl.RetryAfter, time.Second))
 	case isRateLimited(err) || isDropped(err):
@@ -344,8 +348,10 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 }
 
 // editSpacing is the least time between two interim edits of one message:
-// EditInterval, or longer when several live replies share chat.update, so
-// that together they stay within its rate.
+// EditInterval while chat.update has room to spare; once the budget has
+// turned an edit down, the live replies sharing it take turns (each edits
+// once per their number of emission intervals), so that together they use
+// the whole rate and none starves.
 func (r *streamer) editSpacing() time.Duration {
 	d := r.b.opts.EditInterval
 	l := r.b.gov.limit("chat.update")
@@ -354,8 +360,11 @@ func (r *streamer) editSpacing() time.Duration {
 	}
 	n := max(1, r.b.gov.liveSlots(r.k.Team, poolEdit))
 	f := r.b.gov.factor(r.k.Team, "chat.update")
-	per := time.Duration(float64(time.Minute) / (float64(l.PerMinute) * f))
-	return max(d, time.Duration(n)*per)
+	share := time.Duration(n) * time.Duration(float64(time.Minute)/(float64(l.PerMinute)*f))
+	if time.Since(r.refused) > 2*share {
+		return d
+	}
+	return max(d, share)
 }
 
 func renderKey(content, status string, live, markdownText bool) string {
