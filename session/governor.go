@@ -15,15 +15,15 @@ import (
 // All keys of a workspace share the hash tag {w:TEAM}, so one script sees
 // them together (and Redis Cluster keeps them on one shard).
 
-// AIMD: each 429 outside an ongoing pause multiplies the method's factor by
-// aimdDecrease (never below aimdMin); without 429s it grows back by
-// aimdRecoverPerMin per minute. A limit that is really half of ours is
-// found after two 429s; a single stray 429 costs a few minutes of 30 %
-// less budget.
+// AIMD: each 429 outside an ongoing pause halves the method's factor
+// (never below aimdMin); without 429s it grows back by aimdRecoverPerMin
+// per minute. A limit that is really half of ours is found at the first
+// 429, a quarter at the second; a single stray 429 costs a few minutes of
+// a smaller budget (full again after 12 minutes).
 const (
-	aimdDecrease      = 0.7
+	aimdDecrease      = 0.5
 	aimdMin           = 0.1
-	aimdRecoverPerMin = 0.03
+	aimdRecoverPerMin = 0.04
 	// governorStateTTL keeps a method's state (factor, pause) well past
 	// the last call: long enough for a shrunk factor to recover.
 	governorStateTTL = time.Hour
