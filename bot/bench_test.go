@@ -72,6 +72,7 @@ func benchFirstVisibleText(b *testing.B, mode string) {
 		unlimitedEdits(o)
 	}})
 	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
+	h.emu.SetRateLimit("chat.postMessage", slackemu.RateLimit{Off: true})
 	h.llm.SetTokenInterval(5 * time.Millisecond)
 	var lat []time.Duration
 	b.ResetTimer()
@@ -188,12 +189,21 @@ func BenchmarkMemoryPerActiveTurn(b *testing.B) {
 	}
 }
 
-// unlimitedEdits lifts the chat.update budget (the emulator's limit is
+// unlimitedEdits lifts the bot's Slack budgets (the emulator's limits are
 // lifted alongside) and the per-person turn budget, for benchmarks that
 // measure something else.
 func unlimitedEdits(o *bot.Options) {
-	o.UpdatesPerMinute = 60000
+	o.RateLimits = noLimits()
 	o.UserTurnsPerMinute = 1000000
+}
+
+// noLimits turns every Slack budget of the bot off (SLACK_RATE_LIMITS=*=off).
+func noLimits() map[string]bot.RateLimit {
+	l, err := bot.ParseRateLimits("*=off", bot.DefaultRateLimits())
+	if err != nil {
+		panic(err)
+	}
+	return l
 }
 
 // waitReplyB is waitReply for benchmarks.

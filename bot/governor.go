@@ -218,6 +218,9 @@ func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
 	l := g.limit(c.method)
 	start := time.Now()
 	gr := &grant{team: c.team, method: c.method, channel: c.channel}
+	if c.slot != nil && g.limit(c.slot.cover).Off {
+		c.slot = nil // no budget to cover: every reply may stream
+	}
 	if l.Off && c.slot == nil {
 		// No budget, but a 429's pause still holds.
 		if !g.waitPause(ctx, c) {
