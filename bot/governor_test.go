@@ -297,7 +297,6 @@ func TestTransportStatusAndPause(t *testing.T) {
 	}
 }
 
-
 // metricValue reads a counter or gauge.
 func metricValue(c prometheus.Metric) float64 {
 	var m dto.Metric

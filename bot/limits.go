@@ -102,22 +102,25 @@ func ParseRateLimits(s string, base map[string]RateLimit) (map[string]RateLimit,
 	if out == nil {
 		out = map[string]RateLimit{}
 	}
-	for _, entry := range strings.Split(s, ",") {
+	for i, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
 		}
+		// Errors name the entry by position: the list is configuration,
+		// and error texts never echo configuration values.
+		pos := i + 1
 		name, val, ok := strings.Cut(entry, "=")
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
 		if !ok || name == "" || val == "" {
-			return nil, fmt.Errorf("rate limit %q: want method=calls-per-minute[:burst] or method=off", entry)
+			return nil, fmt.Errorf("entry %d: want method=calls-per-minute[:burst] or method=off", pos)
 		}
 		method, scope, scoped := strings.Cut(name, "@")
 		if scoped && scope != "channel" {
-			return nil, fmt.Errorf("rate limit %q: the only scope is @channel", entry)
+			return nil, fmt.Errorf("entry %d: the only scope is @channel", pos)
 		}
 		if !validMethod(method) {
-			return nil, fmt.Errorf("rate limit %q: %q is not a Slack method name", entry, method)
+			return nil, fmt.Errorf("entry %d: the name is not a Slack method (like chat.update) or *", pos)
 		}
 		apply := func(l RateLimit) (RateLimit, error) {
 			if strings.EqualFold(val, "off") {
@@ -130,7 +133,7 @@ func ParseRateLimits(s string, base map[string]RateLimit) (map[string]RateLimit,
 			}
 			n, b, err := parseRate(val)
 			if err != nil {
-				return l, fmt.Errorf("rate limit %q: %w", entry, err)
+				return l, fmt.Errorf("entry %d (%s): %w", pos, name, err)
 			}
 			if scoped {
 				l.ChannelPerMinute = n

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caarlos0/env/v10"
 
+	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -51,6 +52,7 @@ type config struct {
 	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" envDefault:"25s"`
 	LeaseTTL           time.Duration `env:"LEASE_TTL" envDefault:"20s"`
 	UpdatesPerMinute   int           `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"45"`
+	SlackRateLimits    string        `env:"SLACK_RATE_LIMITS"`
 	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
 
 	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
@@ -61,6 +63,7 @@ type config struct {
 	secretKey     []byte
 	oldSecretKeys map[string][]byte
 	logLevel      slog.Level
+	rateLimits    map[string]bot.RateLimit
 }
 
 // loadConfig reads and validates the configuration, reporting every problem
@@ -176,6 +179,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.UpdatesPerMinute < 1 {
 		bad("SLACK_UPDATES_PER_MINUTE must be at least 1")
+	} else if rl, err := slackRateLimits(c.UpdatesPerMinute, c.SlackRateLimits); err != nil {
+		bad("SLACK_RATE_LIMITS: %v", err)
+	} else {
+		c.rateLimits = rl
 	}
 	if c.MaxConcurrentTurns < 1 {
 		bad("MAX_CONCURRENT_TURNS must be at least 1")
@@ -203,4 +210,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// slackRateLimits is the governor's budget table: Slack's tiers, chat.update
+// at SLACK_UPDATES_PER_MINUTE, then the SLACK_RATE_LIMITS overrides.
+func slackRateLimits(updatesPerMinute int, overrides string) (map[string]bot.RateLimit, error) {
+	limits := bot.DefaultRateLimits()
+	u := limits["chat.update"]
+	u.PerMinute = updatesPerMinute
+	limits["chat.update"] = u
+	return bot.ParseRateLimits(overrides, limits)
 }

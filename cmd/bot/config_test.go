@@ -150,3 +150,36 @@ func TestLoadConfigOldSecretKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadConfigSlackRateLimits: SLACK_UPDATES_PER_MINUTE still sets the
+// chat.update budget; SLACK_RATE_LIMITS overrides any method, and a bad
+// entry is reported by position, never by value.
+func TestLoadConfigSlackRateLimits(t *testing.T) {
+	e := goodEnv()
+	e["SLACK_UPDATES_PER_MINUTE"] = "30"
+	c, err := loadConfig(envFunc(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := c.rateLimits["chat.update"]; u.PerMinute != 30 || u.Burst != 5 {
+		t.Errorf("chat.update = %+v, want 30/min, burst 5", u)
+	}
+	e["SLACK_RATE_LIMITS"] = "chat.update=40:4, reactions.add=off, chat.postMessage@channel=30:2"
+	if c, err = loadConfig(envFunc(e)); err != nil {
+		t.Fatal(err)
+	}
+	if u := c.rateLimits["chat.update"]; u.PerMinute != 40 || u.Burst != 4 {
+		t.Errorf("chat.update = %+v, want 40/min, burst 4 (SLACK_RATE_LIMITS wins)", u)
+	}
+	if !c.rateLimits["reactions.add"].Off {
+		t.Error("reactions.add not off")
+	}
+	if p := c.rateLimits["chat.postMessage"]; p.ChannelPerMinute != 30 || p.ChannelBurst != 2 || p.PerMinute == 0 {
+		t.Errorf("chat.postMessage = %+v, want 30/min and bursts of 2 per channel, the workspace cap kept", p)
+	}
+	e["SLACK_RATE_LIMITS"] = "chat.update=40, chat.update=canary-value"
+	_, err = loadConfig(envFunc(e))
+	if err == nil || !strings.Contains(err.Error(), "SLACK_RATE_LIMITS: entry 2") || strings.Contains(err.Error(), "canary") {
+		t.Errorf("bad SLACK_RATE_LIMITS: %v, want entry 2 named and the value not echoed", err)
+	}
+}

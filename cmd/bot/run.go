@@ -113,6 +113,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		StreamMode:         cfg.StreamMode,
 		EditInterval:       cfg.StreamEditInterval,
 		UpdatesPerMinute:   cfg.UpdatesPerMinute,
+		RateLimits:         cfg.rateLimits,
 		PingInterval:       cfg.SocketPingTimeout,
 		MaxConcurrentTurns: cfg.MaxConcurrentTurns,
 		UserTurnsPerMinute: cfg.UserTurnsPerMinute,
