@@ -224,7 +224,9 @@ func (a *threadApprover) settle(ctx context.Context, got session.Approval, p pro
 func (a *threadApprover) settleWith(ctx context.Context, got session.Approval, p prompt, status string) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	a.b.updatePrompt(uctx, got.Team, got.Channel, got.MessageTS, p.fallback(), p.closedBlocks(status, nil))
+	a.b.deliverSoon(uctx, func(ctx context.Context) error {
+		return a.b.updatePrompt(ctx, got.Team, got.Channel, got.MessageTS, p.fallback(), p.closedBlocks(status, nil))
+	})
 	a.b.audit(uctx, got.Team, map[string]string{
 		"event": auditDecision, "channel": got.Channel, "thread": got.ThreadTS, "user": got.Requester,
 		"by": got.DecidedBy, "server": got.Server, "tool": got.Tool, "args_digest": got.ArgsDigest,
@@ -233,19 +235,21 @@ func (a *threadApprover) settleWith(ctx context.Context, got session.Approval, p
 }
 
 // updatePrompt replaces the approval message (must-deliver: it waits for
-// budget, and through rate limits, until ctx ends).
-func (b *Bot) updatePrompt(ctx context.Context, team, channel, ts, fallback string, blocks []slack.Block) {
+// budget, and through rate limits, until ctx ends). The edit is the same
+// whenever it lands, so it may be repeated.
+func (b *Bot) updatePrompt(ctx context.Context, team, channel, ts, fallback string, blocks []slack.Block) error {
 	if ts == "" {
-		return
+		return nil
 	}
 	err := b.call(ctx, slackCall{team: team, method: "chat.update"}, func(ctx context.Context, api *slack.Client) error {
 		_, _, _, err := api.UpdateMessageContext(ctx, channel, ts,
 			slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...))
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		b.log.Warn("bot: updating the approval prompt failed", "team", team, "channel", channel, "err", err)
 	}
+	return err
 }
 
 // prompt is the content of one approval message.
@@ -525,7 +529,9 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 			"tool": ap.Tool, "server": ap.Server, "approval": ap.ID,
 		})
 		status := statusLine(ap) + fmt.Sprintf(" Revoked by <@%s> at %s: I'll ask again next time.", user, slackDate(time.Now()))
-		b.updatePrompt(ctx, ap.Team, ap.Channel, ts, fallback, closeBlocks(base, status, nil))
+		b.deliverSoon(ctx, func(ctx context.Context) error {
+			return b.updatePrompt(ctx, ap.Team, ap.Channel, ts, fallback, closeBlocks(base, status, nil))
+		})
 		return
 	}
 
@@ -574,7 +580,41 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 		buttons = append(buttons, slack.NewButtonBlockElement(actionRevoke, ap.ID,
 			slack.NewTextBlockObject(slack.PlainTextType, labelRevoke, false, false)))
 	}
-	b.updatePrompt(ctx, ap.Team, ap.Channel, ts, fallback, closeBlocks(base, statusLine(got), buttons))
+	b.deliverSoon(ctx, func(ctx context.Context) error {
+		return b.updatePrompt(ctx, ap.Team, ap.Channel, ts, fallback, closeBlocks(base, statusLine(got), buttons))
+	})
+}
+
+// soonWait is how long deliverSoon lets its caller wait.
+const soonWait = time.Second
+
+// deliverSoon runs fn, a must-deliver and repeatable Slack call (a
+// prompt's update): at once when the budget has room, else in the
+// background, so that neither a click's ack (Slack waits 3 s) nor a turn
+// waits on a busy chat.update budget. Run waits for it on shutdown.
+func (b *Bot) deliverSoon(ctx context.Context, fn func(ctx context.Context) error) {
+	sctx, cancel := context.WithTimeout(ctx, soonWait)
+	err := fn(sctx)
+	cancel()
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	if b.draining.Load() {
+		// Shutting down: Run may already wait for the jobs; finish here.
+		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
+		defer cancel()
+		_ = fn(jctx)
+		return
+	}
+	b.ctl.jobs.Add(1)
+	go func() {
+		defer b.ctl.jobs.Done()
+		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
+		defer cancel()
+		if err := fn(jctx); err != nil {
+			b.log.Warn("bot: answering a click failed", "err", err)
+		}
+	}()
 }
 
 // waited is how long an approval waited for its decision, in ms.

@@ -232,3 +232,89 @@ func (h *harness) waitAllReplies(n int) {
 		return done >= n
 	})
 }
+
+// threadFirstText notes when each turn's first model text reaches the
+// bot, by the ts of the turn's last message (the thread of a new mention).
+type threadFirstText struct {
+	next bot.Runner
+	mu   sync.Mutex
+	at   map[string]time.Time
+}
+
+type threadFirstObserver struct {
+	next agent.Observer
+	r    *threadFirstText
+	ts   string
+	seen bool
+}
+
+func (o *threadFirstObserver) Observe(ev agent.Event) {
+	if ev.Kind == agent.EventText && !o.seen {
+		o.seen = true
+		o.r.mu.Lock()
+		o.r.at[o.ts] = time.Now()
+		o.r.mu.Unlock()
+	}
+	o.next.Observe(ev)
+}
+
+func (r *threadFirstText) Run(ctx context.Context, t agent.Turn) (agent.Result, error) {
+	ts := ""
+	if n := len(t.History); n > 0 {
+		ts = t.History[n-1].Meta["ts"]
+	}
+	t.Observer = &threadFirstObserver{next: t.Observer, r: r, ts: ts}
+	return r.next.Run(ctx, t)
+}
+
+// BenchmarkFirstVisibleTextFourReplies: four replies start at once in four
+// channels under the default budgets (Slack's tiers, the emulator's
+// conservative bursts, real time): time from each turn's first model text
+// to the first Slack version of its reply showing text. Four is the most
+// that stream at once with chat.update's burst of 5 (issue 11: ≤ 300 ms
+// when fewer than 5 replies stream). Use -benchtime=Nx: each iteration
+// waits for its four replies and for the budget to refill.
+func BenchmarkFirstVisibleTextFourReplies(b *testing.B) {
+	ftr := &threadFirstText{at: map[string]time.Time{}}
+	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) {
+		ftr.next = o.Agent
+		o.Agent = ftr
+		o.UserTurnsPerMinute = 1000000
+		o.RateLimits = bot.DefaultRateLimits()
+	}})
+	chans := []string{"C8001", "C8002", "C8003", "C8004"}
+	for _, c := range chans {
+		h.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: c, Name: c, BotMember: true})
+	}
+	h.llm.SetTokenInterval(20 * time.Millisecond)
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		var ps []slackemu.Posted
+		for j, c := range chans {
+			ps = append(ps, h.emu.Mention(slackemu.TeamID, c, slackemu.UserAlice, fmt.Sprintf("latency %d/%d", i, j), ""))
+		}
+		for j, p := range ps {
+			h.waitReplyB(b, chans[j], p.TS)
+			ftr.mu.Lock()
+			first := ftr.at[p.TS]
+			ftr.mu.Unlock()
+			for _, v := range h.emu.BotReplies(chans[j], p.TS)[0].History {
+				if strings.TrimSpace(v.Text+v.MarkdownText) != "" {
+					lat = append(lat, v.Time.Sub(first))
+					break
+				}
+			}
+		}
+		// The replies spent most of chat.update's burst: let it refill
+		// (45/min) so every iteration starts alike.
+		b.StopTimer()
+		time.Sleep(8 * time.Second)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(slices.Max(lat).Microseconds())/1000, "max-ms")
+	if rl := h.emu.RateLimited(); len(rl) != 0 {
+		b.Errorf("Slack answered 429: %v", rl)
+	}
+}

@@ -27,7 +27,7 @@ import (
 
 var _ budgetStore = (*session.Store)(nil)
 
-func testStore(t *testing.T) *session.Store {
+func testStore(t testing.TB) *session.Store {
 	t.Helper()
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])

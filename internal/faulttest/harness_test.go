@@ -292,11 +292,11 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		"SLACK_UPDATES_PER_MINUTE": "100000",
 		// The emulator runs without rate limits here; so does the
 		// bots' governor (the fault suite is about reliability).
-		"SLACK_RATE_LIMITS": "*=off",
-		"USER_TURNS_PER_MINUTE":    "100000",
-		"MAX_CONCURRENT_TURNS":     "64",
-		"LOG_LEVEL":                "info",
-		"LOG_FORMAT":               "json",
+		"SLACK_RATE_LIMITS":     "*=off",
+		"USER_TURNS_PER_MINUTE": "100000",
+		"MAX_CONCURRENT_TURNS":  "64",
+		"LOG_LEVEL":             "info",
+		"LOG_FORMAT":            "json",
 	}
 	for k, v := range o.env {
 		c.env[k] = v
