@@ -301,7 +301,7 @@ func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
 			g.m.SlackWait.WithLabelValues(c.method, c.prio.String()).Observe(now.Sub(start).Seconds())
 			return gr, nil
 		}
-		ln.next[c.prio] = now.Add(res.Wait)
+		ln.next[c.prio] = now.Add(max(res.Wait, time.Millisecond))
 		if c.prio == prioMust && ln.next[prioLossy].Before(ln.next[prioMust]) {
 			ln.next[prioLossy] = ln.next[prioMust]
 		}
@@ -356,10 +356,30 @@ func (g *governor) kickLocked(ln *lane) {
 func (g *governor) laneLocked(key string) *lane {
 	ln := g.lanes[key]
 	if ln == nil {
+		if len(g.lanes) >= maxLanes {
+			g.sweepLocked()
+		}
 		ln = &lane{key: key}
 		g.lanes[key] = ln
 	}
 	return ln
+}
+
+// maxLanes bounds the lanes kept between uses (one per workspace, method
+// and, for chat.postMessage, channel).
+const maxLanes = 4096
+
+// sweepLocked forgets every idle lane (their refusal times only spare a
+// round trip).
+func (g *governor) sweepLocked() {
+	for k, ln := range g.lanes {
+		if ln.holder == nil && len(ln.waiters) == 0 {
+			if ln.timer != nil {
+				ln.timer.Stop()
+			}
+			delete(g.lanes, k)
+		}
+	}
 }
 
 // gcLocked forgets an idle lane whose refusals are over.

@@ -36,13 +36,13 @@ func (l RateLimit) channelBurst() int {
 	return max(1, l.ChannelPerMinute/20)
 }
 
-// Slack's tiers, per minute, with a tenth kept back: our clock and Slack's
+// Slack's tiers 2 to 4 (Tier 1, 1 a minute, is for methods the bot does
+// not call), per minute, with a tenth kept back: our clock and Slack's
 // differ, and calls we admit a few ms apart may arrive closer together.
 // Slack does not publish burst sizes; these are the small ones the
 // governor is designed for (issue 11: 5 for Tier 3, 3 per channel for
 // chat.postMessage).
 var (
-	tier1 = RateLimit{PerMinute: 1, Burst: 1}
 	tier2 = RateLimit{PerMinute: 18, Burst: 3}
 	tier3 = RateLimit{PerMinute: 45, Burst: 5}
 	tier4 = RateLimit{PerMinute: 90, Burst: 10}
