@@ -65,14 +65,14 @@ func BenchmarkFirstVisibleText(b *testing.B) {
 
 func benchFirstVisibleText(b *testing.B, mode string) {
 	var ftr *firstTextRunner
-	h := newHarness(b, harnessOpts{bot: func(o *bot.Options) {
+	// Limits off on both sides: this measures the renderer, not the
+	// budget (BenchmarkFirstVisibleTextFourReplies does, under it).
+	h := newHarness(b, harnessOpts{emu: slackemu.Options{NoRateLimits: true}, bot: func(o *bot.Options) {
 		ftr = &firstTextRunner{next: o.Agent}
 		o.Agent = ftr
 		o.StreamMode = mode
 		unlimitedEdits(o)
 	}})
-	h.emu.SetRateLimit("chat.update", slackemu.RateLimit{Off: true})
-	h.emu.SetRateLimit("chat.postMessage", slackemu.RateLimit{Off: true})
 	h.llm.SetTokenInterval(5 * time.Millisecond)
 	var lat []time.Duration
 	b.ResetTimer()
