@@ -79,6 +79,16 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 func parseConfig(path string, data []byte) (*Config, error) {
+	cfg, errs := decodeConfig(path, data)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// decodeConfig decodes and validates a config file, returning what could
+// be decoded (nil after a syntax error) and every problem found.
+func decodeConfig(path string, data []byte) (*Config, []error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -88,17 +98,14 @@ func parseConfig(path string, data []byte) (*Config, error) {
 		// them with what validate finds. A syntax error leaves nothing.
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return nil, fmt.Errorf("mcp config %s: %w", path, err)
+			return nil, []error{fmt.Errorf("mcp config %s: %w", path, err)}
 		}
 		errs = decodeProblems(path, te)
 	}
 	if err := cfg.validate(path); err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return &cfg, nil
+	return &cfg, errs
 }
 
 func (c *Config) validate(path string) error {

@@ -3,12 +3,32 @@ package mcp
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
+
+// LoadConfigChecked is LoadConfig plus CheckVars, for start-up: every
+// problem of the file, unset ${VARS} included, in one error.
+func LoadConfigChecked(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mcp config: %w", err)
+	}
+	cfg, errs := decodeConfig(path, data)
+	if cfg != nil {
+		if err := cfg.CheckVars(path, getenv); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
 
 // CheckVars reports every ${VAR} reference in the servers' env and headers
 // that getenv leaves unset or empty, or that is malformed. At connect time

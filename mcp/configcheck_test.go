@@ -91,3 +91,16 @@ workspaces:
 		t.Errorf("all set: %v, want only the unterminated reference", err)
 	}
 }
+
+// TestLoadConfigChecked: decoding problems and unset variables of the same
+// file come back together.
+func TestLoadConfigChecked(t *testing.T) {
+	path := writeConfig(t, "servers:\n  - name: docs\n    url: https://x/mcp\n    headers: {A: \"${NOPE}\"}\n    bogus: 1\n")
+	_, err := LoadConfigChecked(path, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), `unknown field "bogus"`) || !strings.Contains(err.Error(), "variable NOPE is not set") {
+		t.Fatalf("LoadConfigChecked = %v, want both problems", err)
+	}
+	if _, err := LoadConfigChecked(writeConfig(t, "servers: [\n"), nil); err == nil {
+		t.Error("syntax error accepted")
+	}
+}
