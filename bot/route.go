@@ -35,7 +35,7 @@ type innerEvent struct {
 	ChannelType string `json:"channel_type"`
 	Team        string `json:"team"`
 
-	EventTS     string `json:"event_ts"`
+	EventTS string `json:"event_ts"`
 
 	AssistantThread *struct {
 		UserID    string `json:"user_id"`
