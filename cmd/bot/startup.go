@@ -22,9 +22,10 @@ import (
 // redisCheckTimeout bounds connecting to Redis at start-up.
 const redisCheckTimeout = 10 * time.Second
 
-// openStore opens the session store; nil when it could not.
+// openStore opens the session store; nil when it could not, or when there
+// is nothing to check (the embedded Redis) and start-up fails anyway.
 func openStore(ctx context.Context, cfg config, log *slog.Logger, probs *problems) *session.Store {
-	if probs.seen["REDIS_URL"] {
+	if probs.seen["REDIS_URL"] || (cfg.RedisURL == "" && len(probs.list) > 0) {
 		return nil
 	}
 	octx, cancel := context.WithTimeout(ctx, redisCheckTimeout)
