@@ -30,16 +30,16 @@ func startEnv(emu *slackemu.Server) map[string]string {
 
 // runFor runs the program until it returns (or the hang guard fires) and
 // returns its error and log.
-func runFor(t *testing.T, env map[string]string) (error, string) {
+func runFor(t *testing.T, env map[string]string) (logs string, err error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var logs syncBuffer
-	err := run(ctx, envFunc(env), &logs, io.Discard)
+	var buf syncBuffer
+	err = run(ctx, envFunc(env), &buf, io.Discard)
 	if ctx.Err() != nil {
-		t.Fatalf("run did not return on its own:\n%s", logs.String())
+		t.Fatalf("run did not return on its own:\n%s", buf.String())
 	}
-	return err, logs.String()
+	return buf.String(), err
 }
 
 // TestRunRejectedTokens: a token Slack refuses ends the program before it
@@ -58,7 +58,7 @@ func TestRunRejectedTokens(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := startEnv(emu)
 			env[tt.key] = tt.val
-			err, logs := runFor(t, env)
+			logs, err := runFor(t, env)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("run = %v, want an error containing %q\n%s", err, tt.want, logs)
 			}
@@ -74,7 +74,7 @@ func TestRunRejectedTokens(t *testing.T) {
 	}
 	t.Run("revoked", func(t *testing.T) {
 		emu.RevokeToken(slackemu.BotToken)
-		err, _ := runFor(t, startEnv(emu))
+		_, err := runFor(t, startEnv(emu))
 		if err == nil || !strings.Contains(err.Error(), "SLACK_BOT_TOKEN was rejected by Slack (token_revoked)") {
 			t.Fatalf("run = %v, want SLACK_BOT_TOKEN rejected (token_revoked)", err)
 		}
@@ -110,7 +110,7 @@ servers:
 		"MCP_CONFIG":         mcpFile,
 		"HTTP_ADDR":          busy.Addr().String(),
 	}
-	err, logs := runFor(t, env)
+	logs, err := runFor(t, env)
 	if err == nil {
 		t.Fatal("run started with a broken configuration")
 	}
