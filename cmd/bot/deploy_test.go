@@ -204,11 +204,17 @@ func TestDeployKustomization(t *testing.T) {
 			t.Errorf("config.env (a ConfigMap) sets %s, which belongs in secrets.env", secret)
 		}
 	}
-	// Every config.env variable is one the bot reads.
-	known := envFields(reflect.TypeFor[config]())
+	// Every variable of config.env and secrets.env is one the bot reads
+	// (REDIS_PASSWORD is Redis's own).
+	known := mapValues(envFields(reflect.TypeFor[config]()))
 	for key := range settings {
-		if !slices.Contains(mapValues(known), key) {
+		if !slices.Contains(known, key) {
 			t.Errorf("config.env sets %s, which the bot does not read", key)
+		}
+	}
+	for key := range example {
+		if !slices.Contains(known, key) && key != "REDIS_PASSWORD" {
+			t.Errorf("secrets.env.example sets %s, which the bot does not read", key)
 		}
 	}
 	// Every key a workload takes from the Secret is in the template.
