@@ -3,6 +3,7 @@ package bot
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/build"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,13 +33,24 @@ import (
 // reaches Slack with the bot's token.
 func slackCalls(t *testing.T) map[string][]string {
 	t.Helper()
+	calls, err := slackCallsOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return calls
+}
+
+// slackCallsOnce runs the analysis once per test binary.
+var slackCallsOnce = sync.OnceValues(analyzeSlackCalls)
+
+func analyzeSlackCalls() (map[string][]string, error) {
 	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", ".").Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = ee.Stderr
 		}
-		t.Fatalf("go list -export: %v\n%s", err, stderr)
+		return nil, fmt.Errorf("go list -export: %v\n%s", err, stderr)
 	}
 	exports := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -48,14 +61,14 @@ func slackCalls(t *testing.T) map[string][]string {
 	}
 	pkg, err := build.Default.ImportDir(".", 0)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	fset := token.NewFileSet()
 	var files []*ast.File
 	for _, name := range pkg.GoFiles {
 		f, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		files = append(files, f)
 	}
@@ -69,7 +82,7 @@ func slackCalls(t *testing.T) map[string][]string {
 	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}}
 	checked, err := conf.Check("github.com/bobbinbot/bobbin/bot", fset, files, info)
 	if err != nil {
-		t.Fatalf("type-checking bot: %v", err)
+		return nil, fmt.Errorf("type-checking bot: %w", err)
 	}
 	var client types.Type
 	for _, imp := range checked.Imports() {
@@ -78,7 +91,7 @@ func slackCalls(t *testing.T) map[string][]string {
 		}
 	}
 	if client == nil {
-		t.Fatal("bot does not import slack-go")
+		return nil, errors.New("bot does not import slack-go")
 	}
 	calls := map[string][]string{}
 	for sel, s := range info.Selections {
@@ -99,7 +112,7 @@ func slackCalls(t *testing.T) map[string][]string {
 		pos := fset.Position(sel.Sel.Pos())
 		calls[fn.Name()] = append(calls[fn.Name()], fmt.Sprintf("bot/%s:%d", filepath.Base(pos.Filename), pos.Line))
 	}
-	return calls
+	return calls, nil
 }
 
 // manifest is the part of manifest.yaml the scope checks read.
