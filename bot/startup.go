@@ -126,6 +126,7 @@ func (b *Bot) untilAnswered(ctx context.Context, method string, call func() erro
 		if errors.As(err, &rl) {
 			wait = max(wait, rl.RetryAfter)
 		}
+		b.health.fail("Slack did not answer "+method+" at start-up: "+err.Error(), false) // for /readyz
 		b.log.Warn("bot: Slack did not answer at start-up; retrying", "method", method, "err", err, "backoff", wait)
 		if !sleepCtx(ctx, wait) {
 			return fmt.Errorf("%s: %w", method, context.Cause(ctx))

@@ -131,3 +131,38 @@ func TestSocketModeTurnedOff(t *testing.T) {
 	emu.ClearFaults()
 	waitFor(t, emu, "ready again", func() bool { return b.Ready(context.Background()) == nil })
 }
+
+// TestAuthenticateRetriesSlackErrors: while Slack answers auth.test with
+// errors that mean "later", Authenticate waits (the reason shows in Ready)
+// and succeeds once Slack answers.
+func TestAuthenticateRetriesSlackErrors(t *testing.T) {
+	emu := slackemu.New(slackemu.Options{})
+	defer emu.Close()
+	emu.InjectFault("auth.test", slackemu.Fault{Times: 2, Status: 503})
+	store, err := session.Open(context.Background(), session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	b, err := bot.New(bot.Options{BotToken: slackemu.BotToken, AppToken: slackemu.AppToken, APIURL: emu.APIURL(), Store: store, Agent: idleRunner{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Authenticate(context.Background()) }()
+	waitFor(t, emu, "the reason in Ready", func() bool {
+		err := b.Ready(context.Background())
+		return err != nil && strings.Contains(err.Error(), "Slack did not answer auth.test")
+	})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Authenticate = %v after Slack recovered", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Authenticate did not return after Slack recovered")
+	}
+	if n := len(emu.Calls("auth.test")); n != 3 {
+		t.Errorf("auth.test called %d times, want 3 (two refused, one answered)", n)
+	}
+}
