@@ -23,7 +23,7 @@ func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Re
 	for _, reg := range regs {
 		url, headers, err := bot.RegisteredServer(reg)
 		if err != nil {
-			return nil, fmt.Errorf("registration %s: %w", reg.Name, err)
+			return nil, err // names the registration already
 		}
 		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers})
 	}
