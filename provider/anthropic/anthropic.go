@@ -92,6 +92,10 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[pro
 		h.Set("anthropic-version", c.version)
 		s, err := c.tr.Post(ctx, c.url, h, body)
 		if err != nil {
+			var ae *provider.APIError
+			if errors.As(err, &ae) && !ae.ContextLength && requestHasMedia(req) && provider.MediaRefusal(ae.Status, ae.Message) {
+				ae.MediaUnsupported = true
+			}
 			yield(provider.Event{}, c.wrap(err))
 			return
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
-	"github.com/bobbinbot/bobbin/provider/internal/shape"
 )
 
 // wireRequest is the body of POST /v1/messages.
@@ -58,9 +57,10 @@ type toolUseBlock struct {
 }
 
 type toolResultBlock struct {
-	Type         string        `json:"type"` // "tool_result"
-	ToolUseID    string        `json:"tool_use_id"`
-	Content      []textBlock   `json:"content,omitempty"`
+	Type      string `json:"type"` // "tool_result"
+	ToolUseID string `json:"tool_use_id"`
+	// Content holds textBlock and imageBlock values.
+	Content      []any         `json:"content,omitempty"`
 	IsError      bool          `json:"is_error,omitempty"`
 	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
@@ -154,6 +154,12 @@ func cacheConversation(msgs []wireMessage) {
 	case toolResultBlock:
 		b.CacheControl = ephemeral
 		content[len(content)-1] = b
+	case imageBlock:
+		b.CacheControl = ephemeral
+		content[len(content)-1] = b
+	case documentBlock:
+		b.CacheControl = ephemeral
+		content[len(content)-1] = b
 	}
 }
 
@@ -187,7 +193,7 @@ func (s *shaper) messages(msgs []provider.Message) {
 			// the Messages API has no mid-conversation system role.
 			s.addText("user", m.Content)
 		case provider.RoleUser:
-			s.addText("user", shape.SpeakerPrefix(m)+m.Content)
+			s.user(m)
 		case provider.RoleAssistant:
 			s.assistant(m)
 			if len(m.ToolCalls) == 0 {
@@ -267,12 +273,13 @@ func (s *shaper) toolResults(calls []provider.ToolCall, results []provider.Messa
 		switch {
 		case !ok:
 			b.IsError = true
-			b.Content = []textBlock{{Type: "text", Text: abortedToolResult}}
+			b.Content = []any{textBlock{Type: "text", Text: abortedToolResult}}
 		default:
 			b.IsError = r.IsError
 			if r.Content != "" {
-				b.Content = []textBlock{{Type: "text", Text: r.Content}}
+				b.Content = []any{textBlock{Type: "text", Text: r.Content}}
 			}
+			b.Content = append(b.Content, toolResultParts(r.Parts)...)
 		}
 		s.add("user", b)
 	}
