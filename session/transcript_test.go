@@ -21,6 +21,17 @@ func sampleMessages() []provider.Message {
 		{Role: provider.RoleTool, ToolCallID: "call_1", ToolName: "search", Content: "error: bad", IsError: true},
 		{Role: provider.RoleAssistant, Content: "partial", Interrupted: true},
 		{Role: provider.RoleSystem, Content: "summary", Summary: true},
+		{Role: provider.RoleUser, Content: "what does this error mean?", UserID: "U2", Parts: []provider.Part{
+			{Type: provider.PartImage, File: &provider.FileRef{ID: "F07ABCDEF12", Name: "Screenshot 2026-01-05 at 10.12.44.png", MimeType: "image/png",
+				Size: 1 << 20, SHA256: strings.Repeat("ab", 32), Width: 1568, Height: 882,
+				URL: "https://files.slack.com/files-pri/T0123ABCD-F07ABCDEF12/download/screenshot_2026-01-05_at_10.12.44.png"}},
+			{Type: provider.PartDocument, File: &provider.FileRef{ID: "F2", Name: "spec.pdf", MimeType: "application/pdf", Size: 20480, Pages: 3}},
+			{Type: provider.PartTextFile, File: &provider.FileRef{ID: "F3", Name: "app.log", MimeType: "text/plain", Size: 12}, Text: "line 1\n\tline 2 é"},
+			{Type: provider.PartNote, File: &provider.FileRef{Name: "build.zip", MimeType: "application/zip", Size: 9}, Text: "unsupported file type"},
+			{Type: provider.PartNote, Text: "bare note"},
+		}},
+		{Role: provider.RoleTool, ToolCallID: "call_2", ToolName: "shot", Content: "taken", Parts: []provider.Part{
+			{Type: provider.PartImage, File: &provider.FileRef{MimeType: "image/jpeg", Size: 5000, SHA256: "00ff", Width: 10, Height: 20, Source: "tool shot"}}}},
 	}
 }
 
