@@ -99,6 +99,9 @@ func HasMedia(parts []Part) bool {
 // (invalid bytes replaced, a byte-order mark and NUL bytes dropped), cut
 // past MaxTextFileBytes on a rune boundary with a visible marker.
 func TextFilePart(ref FileRef, data []byte) Part {
+	if ref.Size == 0 {
+		ref.Size = int64(len(data))
+	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	cut := 0
 	if len(data) > MaxTextFileBytes {
@@ -113,9 +116,6 @@ func TextFilePart(ref FileRef, data []byte) Part {
 	text = strings.ReplaceAll(text, "\x00", "")
 	if cut > 0 {
 		text += fmt.Sprintf("\n…[file cut here: %d more bytes not shown]", cut)
-	}
-	if ref.Size == 0 {
-		ref.Size = int64(len(data) + cut)
 	}
 	return Part{Type: PartTextFile, File: &ref, Text: text}
 }
