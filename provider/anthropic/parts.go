@@ -88,7 +88,7 @@ func toolResultParts(parts []provider.Part) []any {
 			out = append(out, b)
 			continue
 		}
-		if p.IsMedia() {
+		if p.Type == provider.PartDocument && len(p.Data) > 0 {
 			p = p.AsNote("returned by the tool; a tool result cannot carry this file")
 		}
 		out = append(out, textBlock{Type: "text", Text: p.AsText()})

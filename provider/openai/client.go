@@ -11,7 +11,17 @@
 // message whose speaker is known starts with "[Name (ID)] " (or "[Name] ",
 // "[ID] "); each tool result is its own "tool" message; an assistant message
 // with tool calls always carries reasoning_content (DeepSeek requires it);
-// a call without a result gets a synthesized error result.
+// a call without a result gets a synthesized error result. A user message
+// with images or PDFs has an array content of text, image_url (data URL)
+// and file parts; text files and notes are inlined text, and without media
+// the content stays one string. A tool's images are notes in its tool
+// message (Chat Completions tool results are text).
+//
+// Optional parameters adapt to the endpoint: max_tokens or
+// max_completion_tokens (Options.TokenParam), and stream_options, each
+// retried once in the other form on the server's 400 refusal. A refusal of
+// the request's images or PDFs is an APIError matching
+// provider.ErrMediaUnsupported, for the caller to retry without them.
 //
 // Stream ends: [DONE], or a clean end of body after a finish reason, is a
 // normal end; anything else is provider.ErrTruncated. After finish_reason
