@@ -115,9 +115,12 @@ func TestSniffImage(t *testing.T) {
 
 func TestPrepareImage(t *testing.T) {
 	small := encodePNG(t, gradient(40, 30, false))
-	big := encodePNG(t, gradient(3000, 2000, false))
-	bigJPEG := encodeJPEG(t, gradient(3000, 2000, false))
+	// Sources are kept small (limits scaled down with them) so the test
+	// stays fast under -race; the code path is the same as at 1.15 MP.
+	big := encodePNG(t, gradient(400, 300, false))
+	bigJPEG := encodeJPEG(t, gradient(400, 300, false))
 	webp := readTestdata(t, "grad-lossy.webp")
+	px := ImageLimits{MaxPixels: 30_000}
 	tests := []struct {
 		name    string
 		data    []byte
@@ -128,16 +131,17 @@ func TestPrepareImage(t *testing.T) {
 		err     error
 	}{
 		{name: "within limits: as is", data: small, mime: MimePNG, w: 40, h: 30},
+		{name: "within default limits: as is", data: big, mime: MimePNG, w: 400, h: 300},
 		{name: "webp within limits: as is", data: webp, mime: MimeWebP, w: 40, h: 30},
-		{name: "png scaled to 1.15 MP", data: big, mime: MimePNG, w: 1313, h: 875, changed: true},
-		{name: "jpeg stays jpeg", data: bigJPEG, mime: MimeJPEG, w: 1313, h: 875, changed: true},
-		{name: "long side cap", data: big, lim: ImageLimits{MaxSide: 300}, mime: MimePNG, w: 300, h: 200, changed: true},
+		{name: "png scaled to the pixel cap", data: big, lim: px, mime: MimePNG, w: 200, h: 150, changed: true},
+		{name: "jpeg stays jpeg", data: bigJPEG, lim: px, mime: MimeJPEG, w: 200, h: 150, changed: true},
+		{name: "long side cap", data: big, lim: ImageLimits{MaxSide: 100}, mime: MimePNG, w: 100, h: 75, changed: true},
 		{name: "webp scaled becomes png", data: webp, lim: ImageLimits{MaxSide: 20}, mime: MimePNG, w: 20, h: 15, changed: true},
 		{name: "gif becomes png", data: encodeGIF(t, gradient(40, 30, false)), mime: MimePNG, w: 40, h: 30, changed: true},
 		{name: "exif rotation applied", data: withOrientation(encodeJPEG(t, gradient(40, 20, false)), 6), mime: MimeJPEG, w: 20, h: 40, changed: true},
-		{name: "too many source pixels", data: big, lim: ImageLimits{MaxSourcePixels: 1_000_000}, err: ErrImageTooLarge},
-		{name: "cannot get small enough", data: encodePNG(t, gradient(200, 200, true)), lim: ImageLimits{MaxBytes: 100}, err: ErrImageTooLarge},
-		{name: "png over bytes becomes jpeg", data: encodePNG(t, gradient(600, 600, true)), lim: ImageLimits{MaxBytes: 300 << 10}, mime: MimeJPEG, w: 600, h: 600, changed: true},
+		{name: "too many source pixels", data: big, lim: ImageLimits{MaxSourcePixels: 100_000}, err: ErrImageTooLarge},
+		{name: "cannot get small enough", data: encodePNG(t, gradient(100, 100, true)), lim: ImageLimits{MaxBytes: 100}, err: ErrImageTooLarge},
+		{name: "png over bytes becomes jpeg", data: encodePNG(t, gradient(150, 150, true)), lim: ImageLimits{MaxBytes: 30 << 10}, mime: MimeJPEG, w: 150, h: 150, changed: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,6 +179,13 @@ func TestPrepareImage(t *testing.T) {
 
 // TestOrientations: every EXIF orientation shows the stored top-left
 // pixel where the orientation says it belongs.
+func TestDefaultLimits(t *testing.T) {
+	want := ImageLimits{MaxBytes: 3932160, MaxSide: 1568, MaxPixels: 1_150_000, MaxSourcePixels: 50_000_000}
+	if got := (ImageLimits{}).withDefaults(); got != want {
+		t.Errorf("defaults = %+v, want %+v", got, want)
+	}
+}
+
 func TestOrientations(t *testing.T) {
 	// A 4×2 image whose stored top-left pixel is red, the rest black.
 	src := image.NewRGBA(image.Rect(0, 0, 4, 2))
