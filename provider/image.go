@@ -193,9 +193,7 @@ func PrepareImage(data []byte, lim ImageLimits) (Image, error) {
 		nw, nh := max(1, int(float64(w)*scale)), max(1, int(float64(h)*scale))
 		var img image.Image = src
 		if nw != w || nh != h {
-			dst := image.NewRGBA(image.Rect(0, 0, nw, nh))
-			draw.BiLinear.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
-			img = dst
+			img = scaleDown(src, nw, nh)
 		}
 		img = orientImage(img, orient)
 		out, outType, err := encodeImage(img, mt, lim.MaxBytes)

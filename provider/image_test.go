@@ -244,3 +244,36 @@ func FuzzPrepareImage(f *testing.F) {
 		}
 	})
 }
+
+// opaqueImage hides an image's concrete type, forcing shrink's generic
+// path.
+type opaqueImage struct{ image.Image }
+
+// TestShrink: the fast paths (YCbCr from JPEG, RGBA) agree with the
+// generic one, and a block average is exact on a known image.
+func TestShrink(t *testing.T) {
+	src := image.NewRGBA(image.Rect(0, 0, 4, 2))
+	copy(src.Pix, []byte{
+		0, 0, 0, 255, 100, 100, 100, 255, 10, 20, 30, 255, 10, 20, 30, 255,
+		200, 200, 200, 255, 100, 100, 100, 255, 30, 40, 50, 255, 30, 40, 50, 255,
+	})
+	got := shrink(src, 2)
+	if want := []byte{100, 100, 100, 255, 20, 30, 40, 255}; !bytes.Equal(got.Pix, want) {
+		t.Errorf("shrink = %v, want %v", got.Pix, want)
+	}
+	ycc, err := jpeg.Decode(bytes.NewReader(encodeJPEG(t, gradient(64, 48, true))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ycc.(*image.YCbCr); !ok {
+		t.Fatalf("decoded %T", ycc)
+	}
+	for _, k := range []int{2, 3, 5} {
+		fast, slow := shrink(ycc, k), shrink(opaqueImage{ycc}, k)
+		for i := range fast.Pix {
+			if d := int(fast.Pix[i]) - int(slow.Pix[i]); d < -2 || d > 2 {
+				t.Fatalf("k=%d: byte %d: fast %d, generic %d", k, i, fast.Pix[i], slow.Pix[i])
+			}
+		}
+	}
+}

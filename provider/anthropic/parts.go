@@ -1,12 +1,12 @@
 package anthropic
 
 import (
-	"encoding/base64"
 	"net/http"
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/provider/internal/shape"
+	"github.com/bobbinbot/bobbin/provider/internal/splice"
 )
 
 // imageBlock and documentBlock carry an image or a PDF as base64.
@@ -23,25 +23,11 @@ type (
 		CacheControl *cacheControl `json:"cache_control,omitempty"`
 	}
 	base64Source struct {
-		Type      string     `json:"type"` // "base64"
-		MediaType string     `json:"media_type"`
-		Data      base64Data `json:"data"`
+		Type      string             `json:"type"` // "base64"
+		MediaType string             `json:"media_type"`
+		Data      splice.Placeholder `json:"data"` // spliced in after marshalling
 	}
 )
-
-// base64Data is bytes written straight into a JSON string as base64:
-// base64 needs no escaping, so megabytes of an image are not built as a Go
-// string and escaped again.
-type base64Data []byte
-
-func (d base64Data) MarshalJSON() ([]byte, error) {
-	n := base64.StdEncoding.EncodedLen(len(d))
-	b := make([]byte, n+2)
-	b[0] = '"'
-	base64.StdEncoding.Encode(b[1:], d)
-	b[n+1] = '"'
-	return b, nil
-}
 
 // user adds a user message: its images and PDFs first (Anthropic's
 // guidance: Claude does best with images before the text about them), then
@@ -49,7 +35,7 @@ func (d base64Data) MarshalJSON() ([]byte, error) {
 func (s *shaper) user(m provider.Message) {
 	var texts []provider.Part
 	for _, p := range m.Parts {
-		if b, ok := mediaBlock(p); ok {
+		if b, ok := s.mediaBlock(p); ok {
 			s.add("user", b)
 			continue
 		}
@@ -63,15 +49,15 @@ func (s *shaper) user(m provider.Message) {
 
 // mediaBlock returns the image or document block of a part that has
 // bytes.
-func mediaBlock(p provider.Part) (any, bool) {
+func (s *shaper) mediaBlock(p provider.Part) (any, bool) {
 	if len(p.Data) == 0 {
 		return nil, false
 	}
 	switch p.Type {
 	case provider.PartImage:
-		return imageBlock{Type: "image", Source: base64Source{Type: "base64", MediaType: mediaType(p), Data: p.Data}}, true
+		return imageBlock{Type: "image", Source: base64Source{Type: "base64", MediaType: mediaType(p), Data: s.media.Add("", p.Data)}}, true
 	case provider.PartDocument:
-		return documentBlock{Type: "document", Source: base64Source{Type: "base64", MediaType: provider.MimePDF, Data: p.Data},
+		return documentBlock{Type: "document", Source: base64Source{Type: "base64", MediaType: provider.MimePDF, Data: s.media.Add("", p.Data)},
 			Title: shape.FileName(p, "")}, true
 	}
 	return nil, false
@@ -80,11 +66,11 @@ func mediaBlock(p provider.Part) (any, bool) {
 // toolResultParts are the blocks of a tool's parts inside its tool_result:
 // images as image blocks (the Messages API takes them there), anything
 // else as text.
-func toolResultParts(parts []provider.Part) []any {
+func (s *shaper) toolResultParts(parts []provider.Part) []any {
 	var out []any
 	for _, p := range parts {
 		if p.Type == provider.PartImage && len(p.Data) > 0 {
-			b, _ := mediaBlock(p)
+			b, _ := s.mediaBlock(p)
 			out = append(out, b)
 			continue
 		}

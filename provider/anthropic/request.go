@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/splice"
 )
 
 // wireRequest is the body of POST /v1/messages.
@@ -18,6 +19,18 @@ type wireRequest struct {
 	Tools       []wireTool    `json:"tools,omitempty"`
 	Temperature *float64      `json:"temperature,omitempty"`
 	Stream      bool          `json:"stream"`
+
+	// media holds the image and PDF bytes spliced in by encode.
+	media *splice.Splicer
+}
+
+// encode marshals w with its media spliced in.
+func (w *wireRequest) encode() ([]byte, error) {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	return w.media.Splice(b)
 }
 
 type wireMessage struct {
@@ -85,8 +98,9 @@ var emptyObject = json.RawMessage(`{}`)
 
 // shaper builds the messages list of the wire body.
 type shaper struct {
-	log  *slog.Logger
-	msgs []wireMessage
+	log   *slog.Logger
+	msgs  []wireMessage
+	media *splice.Splicer
 }
 
 // buildRequest converts a normalized request into the Messages wire body.
@@ -123,9 +137,9 @@ func buildRequest(req provider.Request, maxTokens int, caching bool, log *slog.L
 	if caching && len(w.Tools) > 0 {
 		w.Tools[len(w.Tools)-1].CacheControl = ephemeral
 	}
-	s := &shaper{log: log}
+	s := &shaper{log: log, media: splice.New()}
 	s.messages(msgs)
-	w.Messages = s.msgs
+	w.Messages, w.media = s.msgs, s.media
 	if w.Messages == nil {
 		w.Messages = []wireMessage{}
 	}
@@ -279,7 +293,7 @@ func (s *shaper) toolResults(calls []provider.ToolCall, results []provider.Messa
 			if r.Content != "" {
 				b.Content = []any{textBlock{Type: "text", Text: r.Content}}
 			}
-			b.Content = append(b.Content, toolResultParts(r.Parts)...)
+			b.Content = append(b.Content, s.toolResultParts(r.Parts)...)
 		}
 		s.add("user", b)
 	}

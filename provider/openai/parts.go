@@ -1,12 +1,12 @@
 package openai
 
 import (
-	"encoding/base64"
 	"net/http"
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/provider/internal/shape"
+	"github.com/bobbinbot/bobbin/provider/internal/splice"
 )
 
 // Content parts of a user message, as the Chat Completions API names them.
@@ -20,41 +20,24 @@ type (
 		ImageURL imageURL `json:"image_url"`
 	}
 	imageURL struct {
-		URL dataURL `json:"url"`
+		URL splice.Placeholder `json:"url"`
 	}
 	filePart struct {
 		Type string   `json:"type"` // "file"
 		File fileData `json:"file"`
 	}
 	fileData struct {
-		Filename string  `json:"filename"`
-		FileData dataURL `json:"file_data"`
+		Filename string             `json:"filename"`
+		FileData splice.Placeholder `json:"file_data"`
 	}
 )
-
-// dataURL is "data:<mime>;base64,<data>", encoded straight into the JSON
-// string: base64 needs no escaping, so the megabytes of an image are
-// written once rather than built as a Go string and escaped again.
-type dataURL struct {
-	mime string
-	data []byte
-}
-
-func (d dataURL) MarshalJSON() ([]byte, error) {
-	prefix := `"data:` + d.mime + `;base64,`
-	n := base64.StdEncoding.EncodedLen(len(d.data))
-	b := make([]byte, len(prefix)+n+1)
-	copy(b, prefix)
-	base64.StdEncoding.Encode(b[len(prefix):], d.data)
-	b[len(b)-1] = '"'
-	return b, nil
-}
 
 // userContent shapes a user message: the speaker-prefixed text, then its
 // parts. Without images or PDFs everything is one string (text files and
 // notes inlined), which every compatible server takes; with them the
-// content is an array of text, image_url and file parts.
-func userContent(m provider.Message) (string, []any) {
+// content is an array of text, image_url and file parts, whose data URLs
+// sp splices in after marshalling.
+func userContent(m provider.Message, sp *splice.Splicer) (string, []any) {
 	text := shape.SpeakerPrefix(m) + m.Content
 	if !provider.HasMedia(m.Parts) {
 		for _, p := range m.Parts {
@@ -69,9 +52,9 @@ func userContent(m provider.Message) (string, []any) {
 	for _, p := range m.Parts {
 		switch {
 		case p.Type == provider.PartImage && len(p.Data) > 0:
-			out = append(out, imagePart{Type: "image_url", ImageURL: imageURL{URL: dataURL{mime: mediaType(p), data: p.Data}}})
+			out = append(out, imagePart{Type: "image_url", ImageURL: imageURL{URL: sp.Add("data:"+mediaType(p)+";base64,", p.Data)}})
 		case p.Type == provider.PartDocument && len(p.Data) > 0:
-			out = append(out, filePart{Type: "file", File: fileData{Filename: shape.FileName(p, "document.pdf"), FileData: dataURL{mime: provider.MimePDF, data: p.Data}}})
+			out = append(out, filePart{Type: "file", File: fileData{Filename: shape.FileName(p, "document.pdf"), FileData: sp.Add("data:"+provider.MimePDF+";base64,", p.Data)}})
 		default:
 			out = append(out, textPart{Type: "text", Text: p.AsText()})
 		}

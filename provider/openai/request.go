@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/internal/splice"
 )
 
 type chatRequest struct {
@@ -100,9 +101,10 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // requestBody builds the chat/completions JSON for req, spelling the
 // optional parameters as v says.
 func (c *Client) requestBody(req provider.Request, v variant) ([]byte, error) {
+	sp := splice.New()
 	cr := chatRequest{
 		Model:       req.Model,
-		Messages:    c.messages(req.Messages),
+		Messages:    c.messages(req.Messages, sp),
 		Temperature: req.Temperature,
 		Stream:      true,
 	}
@@ -123,7 +125,11 @@ func (c *Client) requestBody(req provider.Request, v variant) ([]byte, error) {
 		}
 		cr.Tools = append(cr.Tools, chatTool{Type: "function", Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
-	return json.Marshal(cr)
+	body, err := json.Marshal(cr)
+	if err != nil {
+		return nil, err
+	}
+	return sp.Splice(body)
 }
 
 // messages converts the conversation:
@@ -140,7 +146,7 @@ func (c *Client) requestBody(req provider.Request, v variant) ([]byte, error) {
 //     error result, because the API rejects unanswered tool_call ids; a
 //     result whose call is not in the preceding assistant message becomes
 //     user text, for the same reason.
-func (c *Client) messages(in []provider.Message) []chatMessage {
+func (c *Client) messages(in []provider.Message, sp *splice.Splicer) []chatMessage {
 	out := make([]chatMessage, 0, len(in)+1)
 	leading := true
 	// pending are the ids of the last assistant message's calls not yet
@@ -176,7 +182,7 @@ func (c *Client) messages(in []provider.Message) []chatMessage {
 			}
 			out = append(out, chatMessage{Role: role, Content: m.Content})
 		case provider.RoleUser:
-			text, parts := userContent(m)
+			text, parts := userContent(m, sp)
 			out = append(out, chatMessage{Role: "user", Content: text, Parts: parts})
 		case provider.RoleAssistant:
 			if m.Content == "" && len(m.ToolCalls) == 0 {
