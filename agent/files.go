@@ -20,7 +20,9 @@ import (
 // per turn with the workspace's token (Slack download, bounded cache). It
 // returns the bytes as shared; the agent checks them against
 // FileRef.SHA256 and prepares images itself. An error becomes a note for
-// the model, never a failed turn.
+// the model, never a failed turn. LoadFile is called from several
+// goroutines at once (a request's files load in parallel) and must honour
+// ctx.
 type FileLoader interface {
 	LoadFile(ctx context.Context, ref provider.FileRef) ([]byte, error)
 }

@@ -135,3 +135,57 @@ func TestFilesEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactionFollowsTokenSettings: the summary request goes through the
+// same client with the turn's output cap, so it gets the token parameter
+// the endpoint takes (the real "unsupported parameter" refusal is retried
+// once) and no cap at all when MaxTokens is 0.
+func TestCompactionFollowsTokenSettings(t *testing.T) {
+	long := make([]provider.Message, 0, 40)
+	for i := range 20 {
+		long = append(long, provider.Message{Role: provider.RoleUser, Content: "question " + string(rune('a'+i)) + " " + string(bytes.Repeat([]byte("lorem ipsum "), 40))},
+			provider.Message{Role: provider.RoleAssistant, Content: "answer " + string(bytes.Repeat([]byte("dolor sit "), 40))})
+	}
+	long = append(long, provider.Message{Role: provider.RoleUser, Content: "and now?"})
+	tests := []struct {
+		name      string
+		model     string
+		maxTokens int
+		sent      []string // token parameter per request: summary (+ retry), answer
+	}{
+		{"reasoning family, no cap", "o3-mini", 0, []string{"", ""}},
+		{"reasoning family, cap", "o3-mini", 500, []string{"max_completion_tokens", "max_completion_tokens"}},
+		{"unknown reasoner learns", "my-reasoner", 500, []string{"max_tokens", "max_completion_tokens", "max_completion_tokens"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			emu := llmemu.New(llmemu.Options{Reject: llmemu.Rejects{MaxTokens: true}})
+			t.Cleanup(emu.Close)
+			p := openai.New(openai.Options{ClientOptions: provider.ClientOptions{BaseURL: emu.URL() + "/v1"}})
+			a := agent.New(p, agent.Options{Model: tc.model, MaxTokens: tc.maxTokens, ContextWindow: 4096, KeepRecent: 2})
+			res, err := a.Run(t.Context(), agent.Turn{History: long})
+			if err != nil || !res.Compacted || res.Outcome != agent.EndTurn {
+				t.Fatalf("compacted=%v outcome=%v err=%v", res.Compacted, res.Outcome, err)
+			}
+			var sent []string
+			for _, r := range emu.Requests() {
+				k := ""
+				for _, name := range []string{"max_tokens", "max_completion_tokens"} {
+					if _, ok := r.JSON[name]; ok {
+						k = name
+					}
+				}
+				sent = append(sent, k)
+			}
+			if len(sent) != len(tc.sent) {
+				t.Fatalf("token parameters per request = %q, want %q", sent, tc.sent)
+			}
+			for i := range sent {
+				if sent[i] != tc.sent[i] {
+					t.Errorf("token parameters per request = %q, want %q", sent, tc.sent)
+					break
+				}
+			}
+		})
+	}
+}

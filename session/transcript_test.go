@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -203,4 +204,38 @@ func FuzzParseThreadKey(f *testing.F) {
 			t.Errorf("parsed key %q does not validate: %v", s, err)
 		}
 	})
+}
+
+// TestPartsStoredWithoutBytes: a message whose image carries its bytes is
+// stored as a reference (no base64), and loads back with every field of
+// the reference.
+func TestPartsStoredWithoutBytes(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sampleMessages()[6]
+	withBytes := m
+	withBytes.Parts = append([]provider.Part(nil), m.Parts...)
+	withBytes.Parts[0].Data = bytes.Repeat([]byte("\x89PNG"), 1<<18)
+	if err := s.Append(ctx, k, l.Token(), withBytes); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.rdb.LIndex(ctx, s.k.thread(k).msgs, 0).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > 2048 || strings.Contains(raw, "iVBOR") {
+		t.Errorf("stored message is %d bytes: %.300s", len(raw), raw)
+	}
+	_, got, err := s.Load(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]provider.Message{m}, got); diff != "" {
+		t.Errorf("loaded (-want +got):\n%s", diff)
+	}
 }
