@@ -28,17 +28,18 @@ func noisyImage(w, h int) *image.RGBA {
 func oneMBImages(b *testing.B) (pngData, jpegData []byte) {
 	b.Helper()
 	var p, j bytes.Buffer
-	if err := png.Encode(&p, noisyImage(640, 480)); err != nil {
+	if err := png.Encode(&p, noisyImage(760, 560)); err != nil {
 		b.Fatal(err)
 	}
 	src := image.NewRGBA(image.Rect(0, 0, 4000, 3000))
+	r := rand.New(rand.NewPCG(5, 6))
 	for y := range 3000 {
 		for x := range 4000 {
 			i := src.PixOffset(x, y)
-			src.Pix[i], src.Pix[i+1], src.Pix[i+2], src.Pix[i+3] = byte(x/16), byte(y/12), byte((x^y)&0x3f), 255
+			src.Pix[i], src.Pix[i+1], src.Pix[i+2], src.Pix[i+3] = byte(x/16)+byte(r.IntN(9)), byte(y/12)+byte(r.IntN(9)), byte((x^y)&0x3f)+byte(r.IntN(9)), 255
 		}
 	}
-	if err := jpeg.Encode(&j, src, &jpeg.Options{Quality: 80}); err != nil {
+	if err := jpeg.Encode(&j, src, &jpeg.Options{Quality: 85}); err != nil {
 		b.Fatal(err)
 	}
 	return p.Bytes(), j.Bytes()
