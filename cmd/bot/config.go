@@ -30,6 +30,11 @@ type config struct {
 	LLMContextWindow int    `env:"LLM_CONTEXT_WINDOW" envDefault:"128000"`
 	LLMMaxTokens     int    `env:"LLM_MAX_TOKENS" envDefault:"4096"`
 	LLMSystemPrompt  string `env:"LLM_SYSTEM_PROMPT"`
+	// Model-endpoint quirks and image input (see llm.go).
+	LLMOpenAITokenParam string `env:"LLM_OPENAI_TOKEN_PARAM" envDefault:"auto"`
+	LLMStreamUsage      bool   `env:"LLM_STREAM_USAGE" envDefault:"true"`
+	LLMMidSystem        bool   `env:"LLM_MID_SYSTEM" envDefault:"false"`
+	LLMImages           bool   `env:"LLM_IMAGES" envDefault:"true"`
 
 	MCPConfig               string `env:"MCP_CONFIG"`
 	MCPAllowPrivateNetworks bool   `env:"MCP_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
@@ -118,6 +123,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.LLMMaxTokens < 0 {
 		bad("LLM_MAX_TOKENS must not be negative")
 	}
+	errs = append(errs, c.llmOptionErrors()...)
 	if c.SecretKey != "" {
 		k, err := session.DecodeSecretKey(c.SecretKey)
 		if err != nil {

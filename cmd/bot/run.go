@@ -16,9 +16,6 @@ import (
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/mcp"
-	"github.com/bobbinbot/bobbin/provider"
-	"github.com/bobbinbot/bobbin/provider/anthropic"
-	"github.com/bobbinbot/bobbin/provider/openai"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -63,19 +60,12 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	}
 
 	// The model.
-	co := provider.ClientOptions{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Logger: log}
-	var prov provider.Provider
-	switch cfg.LLMProvider {
-	case "anthropic":
-		prov = anthropic.New(anthropic.Options{ClientOptions: co, DefaultMaxTokens: cfg.LLMMaxTokens})
-	default:
-		prov = openai.New(openai.Options{ClientOptions: co})
-	}
-	ag := agent.New(prov, agent.Options{
+	ag := agent.New(newProvider(cfg, log), agent.Options{
 		Model:           cfg.LLMModel,
 		MaxTokens:       cfg.LLMMaxTokens,
 		ContextWindow:   cfg.LLMContextWindow,
 		ApprovalTimeout: cfg.ApprovalTimeout,
+		NoImages:        !cfg.LLMImages,
 		Logger:          log,
 	})
 
