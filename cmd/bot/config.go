@@ -123,7 +123,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.LLMMaxTokens < 0 {
 		bad("LLM_MAX_TOKENS must not be negative")
 	}
-	errs = append(errs, c.llmOptionErrors()...)
+	if msg := c.llmOptionProblem(); msg != "" {
+		bad("%s", msg)
+	}
 	if c.SecretKey != "" {
 		k, err := session.DecodeSecretKey(c.SecretKey)
 		if err != nil {

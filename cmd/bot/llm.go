@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/bobbinbot/bobbin/provider"
@@ -29,12 +28,12 @@ func newProvider(cfg config, log *slog.Logger) provider.Provider {
 	})
 }
 
-// llmOptionErrors checks the model-endpoint settings that env parsing
-// cannot.
-func (c config) llmOptionErrors() []error {
+// llmOptionProblem checks the model-endpoint settings that env parsing
+// cannot; "" when they are fine.
+func (c config) llmOptionProblem() string {
 	switch c.LLMOpenAITokenParam {
 	case openai.TokenParamAuto, openai.TokenParamMaxTokens, openai.TokenParamMaxCompletionTokens:
-		return nil
+		return ""
 	}
-	return []error{errors.New("LLM_OPENAI_TOKEN_PARAM must be auto, max_tokens or max_completion_tokens")}
+	return "LLM_OPENAI_TOKEN_PARAM must be auto, max_tokens or max_completion_tokens"
 }
