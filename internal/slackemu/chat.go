@@ -165,12 +165,12 @@ func (s *Server) channelForPostLocked(r *request, key string) (*channelState, er
 	if c == nil && (strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W")) {
 		// A user id as channel posts into the DM with that user.
 		for _, dm := range s.channels {
-			if dm.IMUser == id && dm.team == r.team.ID {
+			if dm.IMUser == id && seesChannel(dm, r.team.ID) {
 				c = dm
 			}
 		}
 	}
-	if c == nil || c.team != r.team.ID {
+	if !seesChannel(c, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	if !c.IsIM() && !c.BotMember {
@@ -238,7 +238,7 @@ func (s *Server) chatPostMessage(r *request) (map[string]any, error) {
 	}
 	m := &Message{
 		Team: r.team.ID, Channel: ch.ID, TS: s.newTSLocked(), ThreadTS: r.str("thread_ts"),
-		User: r.team.BotUserID, BotID: r.team.BotID,
+		User: r.botUser(), BotID: r.botID(),
 		Text: truncateRunes(c.text, maxPostText), MarkdownText: c.markdown, Blocks: c.blocks, Metadata: c.metadata,
 		UnfurlLinks: r.boolArg("unfurl_links"), UnfurlMedia: r.boolArg("unfurl_media"),
 		Via: "chat.postMessage",
@@ -252,14 +252,14 @@ func (s *Server) chatPostMessage(r *request) (map[string]any, error) {
 // ownMessageLocked finds a live message of this bot.
 func (s *Server) ownMessageLocked(r *request, notOwn string) (*Message, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	m := s.msgs[msgKey(ch.ID, r.str("ts"))]
 	if m == nil || m.Deleted {
 		return nil, apiError("message_not_found")
 	}
-	if m.BotID != r.team.BotID {
+	if m.BotID != r.botID() {
 		return nil, apiError(notOwn)
 	}
 	return m, nil
@@ -321,7 +321,7 @@ func (s *Server) chatDelete(r *request) (map[string]any, error) {
 
 func (s *Server) chatPostEphemeral(r *request) (map[string]any, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	user := r.str("user")
@@ -346,7 +346,7 @@ func (s *Server) chatPostEphemeral(r *request) (map[string]any, error) {
 
 func (s *Server) chatGetPermalink(r *request) (map[string]any, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	ts := r.str("message_ts")
@@ -359,7 +359,7 @@ func (s *Server) chatGetPermalink(r *request) (map[string]any, error) {
 
 func (s *Server) conversationsReplies(r *request) (map[string]any, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	ts := r.str("ts")
@@ -418,7 +418,7 @@ func (s *Server) assistantSetTitle(r *request) (map[string]any, error) {
 }
 
 func (s *Server) addStatusLocked(r *request, st AssistantStatus) (map[string]any, error) {
-	if c := s.channels[st.Channel]; c == nil || c.team != r.team.ID {
+	if c := s.channels[st.Channel]; !seesChannel(c, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	s.statuses = append(s.statuses, st)
@@ -429,7 +429,7 @@ func (s *Server) addStatusLocked(r *request, st AssistantStatus) (map[string]any
 // reactionTargetLocked finds the message a reactions.* call names.
 func (s *Server) reactionTargetLocked(r *request) (*Message, string, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, "", apiError("channel_not_found")
 	}
 	m := s.msgs[msgKey(ch.ID, r.str("timestamp"))]
@@ -448,13 +448,13 @@ func (s *Server) reactionsAdd(r *request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.Contains(m.Reactions[name], r.team.BotUserID) {
+	if slices.Contains(m.Reactions[name], r.botUser()) {
 		return nil, apiError("already_reacted")
 	}
 	if m.Reactions == nil {
 		m.Reactions = map[string][]string{}
 	}
-	m.Reactions[name] = append(m.Reactions[name], r.team.BotUserID)
+	m.Reactions[name] = append(m.Reactions[name], r.botUser())
 	s.changedLocked()
 	return map[string]any{}, nil
 }
@@ -464,7 +464,7 @@ func (s *Server) reactionsRemove(r *request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := slices.Index(m.Reactions[name], r.team.BotUserID)
+	i := slices.Index(m.Reactions[name], r.botUser())
 	if i < 0 {
 		return nil, apiError("no_reaction")
 	}

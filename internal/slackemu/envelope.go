@@ -254,7 +254,7 @@ func (s *Server) applyAckLocked(connID, id string, payload json.RawMessage, now 
 		}
 		s.signalLocked(e)
 	}
-	s.acks = append(s.acks, rec)
+	s.ackLogLocked(rec)
 	s.changedLocked()
 }
 

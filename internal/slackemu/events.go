@@ -6,28 +6,39 @@ import (
 	"time"
 )
 
-// eventCallbackLocked wraps an inner event in the events_api payload.
+// eventCallbackLocked wraps an inner event in the events_api payload:
+// one authorization (the installation that sees it), the Slack Connect
+// fields, and an event_context apps.event.authorizations.list reads.
 func (s *Server) eventCallbackLocked(team string, event map[string]any) (map[string]any, string) {
-	t := s.teams[team]
-	botUser := ""
-	if t != nil {
-		botUser = t.BotUserID
-	}
 	id := s.newIDLocked("Ev")
-	return map[string]any{
-		"token":      "emu-verification-token",
-		"team_id":    team,
-		"api_app_id": s.opts.AppID,
-		"event":      event,
-		"type":       "event_callback",
-		"event_id":   id,
-		"event_time": time.Now().Unix(),
-		"authorizations": []any{map[string]any{
-			"enterprise_id": nil, "team_id": team, "user_id": botUser, "is_bot": true, "is_enterprise_install": false,
-		}},
-		"is_ext_shared_channel": false,
-		"event_context":         "4-emu-" + id,
-	}, id
+	channel, _ := event["channel"].(string)
+	host, shared := team, false
+	if c := s.channels[channel]; c != nil {
+		host, shared = c.team, len(c.SharedTeams) > 0
+	}
+	var hostEnt any
+	if t := s.teams[host]; t != nil && t.EnterpriseID != "" {
+		hostEnt = t.EnterpriseID
+	}
+	auth := s.authorizationLocked(team)
+	p := map[string]any{
+		"token":                 "emu-verification-token",
+		"team_id":               team,
+		"api_app_id":            s.opts.AppID,
+		"event":                 event,
+		"type":                  "event_callback",
+		"event_id":              id,
+		"event_time":            time.Now().Unix(),
+		"authorizations":        []any{auth},
+		"is_ext_shared_channel": shared,
+		"event_context":         encodeEventContext(eventContext{Team: team, Channel: channel, Event: id}),
+		"context_team_id":       host,
+		"context_enterprise_id": hostEnt,
+	}
+	if e := auth["enterprise_id"]; e != nil {
+		p["enterprise_id"] = e
+	}
+	return p, id
 }
 
 // DeliverEvent sends an events_api envelope carrying event (the inner
@@ -75,11 +86,11 @@ type Posted struct {
 func (s *Server) Mention(team, channel, user, text, threadTS string) Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.teams[team]
-	if t == nil {
+	if s.teams[team] == nil {
 		panic(fmt.Sprintf("slackemu: Mention: unknown team %q", team))
 	}
-	mention := "<@" + t.BotUserID + ">"
+	bot, _, _ := s.botIdentityLocked(team)
+	mention := "<@" + bot + ">"
 	if !strings.Contains(text, mention) {
 		text = mention + " " + text
 	}
@@ -137,11 +148,11 @@ func (s *Server) userEventLocked(m *Message, typ string) map[string]any {
 func (s *Server) AssistantThreadStarted(team, user, dmChannel, contextChannel string) Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.teams[team]
-	if t == nil {
+	if s.teams[team] == nil {
 		panic(fmt.Sprintf("slackemu: AssistantThreadStarted: unknown team %q", team))
 	}
-	root := &Message{Team: team, Channel: dmChannel, TS: s.newTSLocked(), User: t.BotUserID, BotID: t.BotID, Via: "assistant_thread"}
+	bot, botID, _ := s.botIdentityLocked(team)
+	root := &Message{Team: team, Channel: dmChannel, TS: s.newTSLocked(), User: bot, BotID: botID, Via: "assistant_thread"}
 	s.recordVersionLocked(root, "assistant_thread")
 	s.putMessageLocked(root)
 	ctxObj := map[string]any{"team_id": team}

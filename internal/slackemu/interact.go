@@ -335,11 +335,8 @@ func (s *Server) applyAckPayloadLocked(e *Envelope, raw json.RawMessage) {
 // bot, anything else is ephemeral to user.
 func (s *Server) showReplyLocked(team, channel, user, threadTS, responseType, text string, blocks json.RawMessage, via string) {
 	if responseType == "in_channel" {
-		t := s.teams[team]
 		m := &Message{Team: team, Channel: channel, TS: s.newTSLocked(), ThreadTS: threadTS, Text: text, Blocks: blocks, Via: via}
-		if t != nil {
-			m.User, m.BotID = t.BotUserID, t.BotID
-		}
+		m.User, m.BotID, _ = s.botIdentityLocked(team)
 		s.recordVersionLocked(m, via)
 		s.putMessageLocked(m)
 		return
@@ -401,7 +398,7 @@ func (s *Server) handleResponseURL(w http.ResponseWriter, hr *http.Request) {
 	if ru != nil {
 		c.Team = ru.team
 	}
-	s.journal = append(s.journal, c)
+	s.journalLocked(c)
 	s.changedLocked()
 	s.mu.Unlock()
 
