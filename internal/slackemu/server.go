@@ -127,7 +127,7 @@ type Team struct {
 	EnterpriseID   string
 	EnterpriseName string
 	Users          []User
-	Channels  []Channel
+	Channels       []Channel
 }
 
 // User is a person (or bot) visible to users.info.
