@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -355,37 +354,6 @@ func (s *Server) chatGetPermalink(r *request) (map[string]any, error) {
 	}
 	link := fmt.Sprintf("https://%s.slack.com/archives/%s/p%s", r.team.Domain, ch.ID, strings.ReplaceAll(ts, ".", ""))
 	return map[string]any{"channel": ch.ID, "permalink": link}, nil
-}
-
-func (s *Server) conversationsReplies(r *request) (map[string]any, error) {
-	ch := s.channels[r.str("channel")]
-	if !seesChannel(ch, r.team.ID) {
-		return nil, apiError("channel_not_found")
-	}
-	ts := r.str("ts")
-	if ts == "" {
-		return nil, apiError("invalid_arguments")
-	}
-	msgs := s.threadLocked(ch.ID, ts)
-	if len(msgs) == 0 {
-		return nil, apiError("thread_not_found")
-	}
-	offset, _ := strconv.Atoi(r.str("cursor"))
-	limit, _ := strconv.Atoi(r.str("limit"))
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
-	offset = min(max(offset, 0), len(msgs))
-	end := min(offset+limit, len(msgs))
-	out := make([]any, 0, end-offset)
-	for _, m := range msgs[offset:end] {
-		out = append(out, s.messageJSONLocked(m))
-	}
-	next := ""
-	if end < len(msgs) {
-		next = strconv.Itoa(end)
-	}
-	return map[string]any{"messages": out, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}}, nil
 }
 
 func (s *Server) assistantSetStatus(r *request) (map[string]any, error) {

@@ -2,7 +2,6 @@ package slackemu
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -76,33 +75,23 @@ type Posted struct {
 	// event was also delivered for a mention.
 	MessageEventID  string
 	MessageEnvelope string
+	// Files are the files shared with the message (Post), as stored.
+	Files []File
 }
 
 // Mention stores a message from user in channel (in the thread threadTS
 // when set) and delivers an app_mention event; the text gets "<@BOT> "
 // in front unless it already mentions the bot. With
 // Options.MessageEventsOnMention and the bot in the channel, a "message"
-// event for the same ts follows (real Slack sends both).
+// event for the same ts follows (real Slack sends both). Post does the
+// same with files and more options.
 func (s *Server) Mention(team, channel, user, text, threadTS string) Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.teams[team] == nil {
 		panic(fmt.Sprintf("slackemu: Mention: unknown team %q", team))
 	}
-	bot, _, _ := s.botIdentityLocked(team)
-	mention := "<@" + bot + ">"
-	if !strings.Contains(text, mention) {
-		text = mention + " " + text
-	}
-	m := s.postUserLocked(team, channel, user, text, threadTS)
-	ev := s.userEventLocked(m, "app_mention")
-	delete(ev, "channel_type")
-	var p Posted
-	p.TS = m.TS
-	p.Envelope, p.EventID = s.deliverEventLocked(team, ev)
-	if c := s.channels[channel]; s.opts.MessageEventsOnMention && c != nil && (c.BotMember || c.IsIM()) {
-		p.MessageEnvelope, p.MessageEventID = s.deliverEventLocked(team, s.userEventLocked(m, "message"))
-	}
+	p, _ := s.postLocked(UserPost{Team: team, Channel: channel, User: user, Text: text, ThreadTS: threadTS, Mention: true})
 	return p
 }
 
@@ -113,29 +102,55 @@ func (s *Server) Mention(team, channel, user, text, threadTS string) Posted {
 func (s *Server) Message(team, channel, user, text, threadTS string) Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.postUserLocked(team, channel, user, text, threadTS)
-	p := Posted{TS: m.TS}
-	if c := s.channels[channel]; c != nil && (c.BotMember || c.IsIM()) {
-		p.Envelope, p.EventID = s.deliverEventLocked(team, s.userEventLocked(m, "message"))
-	}
+	p, _ := s.postLocked(UserPost{Team: team, Channel: channel, User: user, Text: text, ThreadTS: threadTS})
 	return p
 }
 
-// userEventLocked renders a user message as an app_mention or message event.
+// userEventLocked renders a message as an app_mention or message event:
+// files as events carry them (Connect stubs stay stubs), user_team and
+// source_team from the author's workspace.
 func (s *Server) userEventLocked(m *Message, typ string) map[string]any {
 	ev := map[string]any{
 		"type": typ, "client_msg_id": s.newUUIDLocked(), "text": m.Text, "user": m.User, "ts": m.TS,
-		"team": m.Team, "channel": m.Channel, "event_ts": m.TS, "blocks": m.Blocks,
-		"channel_type": channelType(s.channels[m.Channel]),
+		"team": m.Team, "channel": m.Channel, "event_ts": m.TS, "channel_type": channelType(s.channels[m.Channel]),
+	}
+	if m.Blocks != nil {
+		ev["blocks"] = m.Blocks
 	}
 	if u := s.users[m.User]; u != nil {
 		ev["user_team"] = u.TeamID // differs from team for external users
+		ev["source_team"] = u.TeamID
+	}
+	if m.sourceTeam != "" {
+		ev["source_team"] = m.sourceTeam
 	}
 	if m.ThreadTS != "" {
 		ev["thread_ts"] = m.ThreadTS
 		if p := s.msgs[msgKey(m.Channel, m.ThreadTS)]; p != nil {
 			ev["parent_user_id"] = p.User
 		}
+	}
+	if m.Subtype != "" {
+		ev["subtype"] = m.Subtype
+	}
+	if m.BotID != "" {
+		delete(ev, "client_msg_id")
+		ev["bot_id"] = m.BotID
+		if m.botName != "" {
+			ev["bot_profile"] = map[string]any{"id": m.BotID, "app_id": "A0" + m.BotID, "name": m.botName, "team_id": m.Team, "deleted": false}
+			if m.Subtype == "bot_message" {
+				ev["username"] = m.botName
+			}
+		}
+	}
+	if len(m.Files) > 0 {
+		var fs []any
+		for _, id := range m.Files {
+			if f := s.files[id]; f != nil {
+				fs = append(fs, s.fileEventJSONLocked(f))
+			}
+		}
+		ev["files"], ev["upload"], ev["display_as_bot"] = fs, false, false
 	}
 	return ev
 }

@@ -293,6 +293,11 @@ type Server struct {
 	consent    Consent
 	usergroups map[string]*Usergroup
 	freePlan   map[string]bool
+
+	files     map[string]*fileState
+	fileOrder []*fileState
+	fileBytes int64
+	downloads []Download
 }
 
 type teamState struct {
@@ -327,6 +332,7 @@ func New(opts Options) *Server {
 	}
 	opts.RateLimits = maps.Clone(opts.RateLimits) // SetRateLimit writes it
 	opts.OAuth = opts.OAuth.withDefaults(scale)
+	opts.FileBytesLimit = cmp.Or(opts.FileBytesLimit, 256<<20)
 	seed := opts.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -367,6 +373,7 @@ func New(opts Options) *Server {
 		codes:      map[string]*oauthCode{},
 		usergroups: map[string]*Usergroup{},
 		freePlan:   map[string]bool{},
+		files:      map[string]*fileState{},
 	}
 	for m, l := range MoreRateLimits() {
 		if _, ok := s.defaults[m]; !ok {
@@ -388,6 +395,9 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/link/", s.handleLink)
 	mux.HandleFunc("/hooks/", s.handleResponseURL)
 	mux.HandleFunc("GET /oauth/v2/authorize", s.handleAuthorize)
+	mux.HandleFunc("GET /files-pri/", s.handleFile)
+	mux.HandleFunc("GET /files-tmb/", s.handleFile)
+	mux.HandleFunc("GET /{$}", s.handleSignIn)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.serve)

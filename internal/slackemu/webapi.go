@@ -267,6 +267,7 @@ func methodTable() map[string]handlerFunc {
 		"apps.uninstall":                        (*Server).appsUninstall,
 		"auth.revoke":                           (*Server).authRevoke,
 		"usergroups.users.list":                 (*Server).usergroupsUsersList,
+		"files.info":                            (*Server).filesInfo,
 	}
 }
 
