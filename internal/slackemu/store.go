@@ -27,7 +27,7 @@ type Message struct {
 	Files []string
 	// Subtype is Slack's message subtype: "file_share" for a person's
 	// message with files, "bot_message" for a classic bot post, "" else.
-	Subtype string
+	Subtype    string
 	botName    string // another app's bot (UserPost.BotID)
 	sourceTeam string // UserPost.SourceTeam
 	// Chunks are the non-text stream chunks received (task_update,
