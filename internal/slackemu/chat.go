@@ -69,9 +69,15 @@ func textOf(raw json.RawMessage) string {
 	return t.Text
 }
 
-// parseBlocks decodes a blocks array; tooMany is the error code for more
-// than 50 blocks (invalid_blocks on posts, msg_blocks_too_many on updates).
+// parseBlocks decodes a message's blocks array; tooMany is the error code
+// for more than 50 blocks (invalid_blocks on posts, msg_blocks_too_many on
+// updates).
 func parseBlocks(raw json.RawMessage, tooMany string) ([]block, error) {
+	return parseBlocksMax(raw, tooMany, maxBlocks)
+}
+
+// parseBlocksMax is parseBlocks with another block limit (views: 100).
+func parseBlocksMax(raw json.RawMessage, tooMany string, limit int) ([]block, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -79,7 +85,7 @@ func parseBlocks(raw json.RawMessage, tooMany string) ([]block, error) {
 	if err := json.Unmarshal(raw, &bs); err != nil {
 		return nil, apiError("invalid_blocks_format")
 	}
-	if len(bs) > maxBlocks {
+	if len(bs) > limit {
 		return nil, apiError(tooMany)
 	}
 	for _, b := range bs {

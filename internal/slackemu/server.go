@@ -298,6 +298,7 @@ type Server struct {
 	fileOrder []*fileState
 	fileBytes int64
 	downloads []Download
+	homes     map[string]*View // published home views by team/user
 }
 
 type teamState struct {
@@ -374,6 +375,7 @@ func New(opts Options) *Server {
 		usergroups: map[string]*Usergroup{},
 		freePlan:   map[string]bool{},
 		files:      map[string]*fileState{},
+		homes:      map[string]*View{},
 	}
 	for m, l := range MoreRateLimits() {
 		if _, ok := s.defaults[m]; !ok {

@@ -268,6 +268,7 @@ func methodTable() map[string]handlerFunc {
 		"auth.revoke":                           (*Server).authRevoke,
 		"usergroups.users.list":                 (*Server).usergroupsUsersList,
 		"files.info":                            (*Server).filesInfo,
+		"views.publish":                         (*Server).viewsPublish,
 	}
 }
 
