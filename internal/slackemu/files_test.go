@@ -353,3 +353,34 @@ func TestFileShareEventCarriesSlackFields(t *testing.T) {
 		t.Errorf("subtype %s channel_type %v", b, ev["channel_type"])
 	}
 }
+
+func TestUploadFileWithSlackGo(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{})
+	api := botClient(emu)
+	parent := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "give me the log", "")
+	content := "line 1\nline 2\n"
+	sum, err := api.UploadFile(slack.UploadFileParameters{Filename: "out.log", FileSize: len(content), Content: content, Title: "Tool output",
+		Channel: slackemu.ChannelGen, ThreadTimestamp: parent.TS, InitialComment: "Here it is"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := emu.FileInfo(sum.ID)
+	if !ok || string(f.Content) != content || f.Title != "Tool output" || f.User != slackemu.BotUserID || !slices.Equal(f.Channels, []string{slackemu.ChannelGen}) {
+		t.Fatalf("uploaded file = %+v", f)
+	}
+	replies := emu.BotReplies(slackemu.ChannelGen, parent.TS)
+	if len(replies) != 1 || replies[0].Text != "Here it is" || !slices.Equal(replies[0].Files, []string{sum.ID}) {
+		t.Errorf("bot reply = %+v", replies)
+	}
+	var got bytes.Buffer
+	if err := api.GetFile(f.URLPrivateDownload, &got); err != nil || got.String() != content {
+		t.Errorf("download of the upload: %q, %v", got.String(), err)
+	}
+	// Declared length is a cap.
+	if _, err := api.UploadFile(slack.UploadFileParameters{Filename: "x.txt", FileSize: 2, Content: "toolong", Channel: slackemu.ChannelGen}); err == nil {
+		t.Error("upload longer than declared: no error")
+	}
+	if _, err := api.CompleteUploadExternalContext(t.Context(), slack.CompleteUploadExternalParameters{Files: []slack.FileSummary{{ID: "FNOPE"}}}); errString(err) != "file_not_found" {
+		t.Errorf("completing an unknown upload: %v", err)
+	}
+}

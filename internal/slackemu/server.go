@@ -96,8 +96,9 @@ type Options struct {
 	// GlobalShortcut refuse other callback ids. Nil accepts any.
 	Shortcuts []Shortcut
 
-	// JournalLimit caps the journal, the ack log and the file download
-	// log (entries each; the oldest are dropped). 0 keeps everything.
+	// JournalLimit caps the journal, the ack log, the file download log
+	// and the settled (acked or failed) envelopes kept for inspection
+	// (entries each; the oldest are dropped). 0 keeps everything.
 	JournalLimit int
 	// FileBytesLimit caps the bytes of file contents kept (default
 	// 256 MiB); past it the oldest files lose their bytes and their URLs
@@ -299,6 +300,7 @@ type Server struct {
 	fileBytes int64
 	downloads []Download
 	homes     map[string]*View // published home views by team/user
+	uploads   map[string]*pendingUpload
 }
 
 type teamState struct {
@@ -376,6 +378,7 @@ func New(opts Options) *Server {
 		freePlan:   map[string]bool{},
 		files:      map[string]*fileState{},
 		homes:      map[string]*View{},
+		uploads:    map[string]*pendingUpload{},
 	}
 	for m, l := range MoreRateLimits() {
 		if _, ok := s.defaults[m]; !ok {
@@ -400,6 +403,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /files-pri/", s.handleFile)
 	mux.HandleFunc("GET /files-tmb/", s.handleFile)
 	mux.HandleFunc("GET /{$}", s.handleSignIn)
+	mux.HandleFunc("POST /upload/v1/", s.handleUpload)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.serve)

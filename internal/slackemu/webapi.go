@@ -269,6 +269,8 @@ func methodTable() map[string]handlerFunc {
 		"usergroups.users.list":                 (*Server).usergroupsUsersList,
 		"files.info":                            (*Server).filesInfo,
 		"views.publish":                         (*Server).viewsPublish,
+		"files.getUploadURLExternal":            (*Server).filesGetUploadURLExternal,
+		"files.completeUploadExternal":          (*Server).filesCompleteUploadExternal,
 	}
 }
 
