@@ -1,6 +1,7 @@
 package slackemu
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -9,10 +10,11 @@ import (
 	"time"
 )
 
-// What installations change on the socket and the Web API: the
-// authorizations of events_api payloads, apps.event.authorizations.list,
-// uninstalling (tokens_revoked, app_uninstalled), apps.uninstall and
-// auth.revoke.
+// Installations: installing (Install, the end of the OAuth flow) and
+// issuing tokens, and what installations change on the socket and the
+// Web API: the authorizations of events_api payloads,
+// apps.event.authorizations.list, uninstalling (tokens_revoked,
+// app_uninstalled), apps.uninstall and auth.revoke.
 
 // eventContext is what the emulator packs into an event_context: Slack's
 // is opaque; apps.event.authorizations.list reads ours back.
@@ -188,8 +190,11 @@ func (s *Server) authRevoke(r *request) (map[string]any, error) {
 	return map[string]any{"revoked": true}, nil
 }
 
-// tokenExpiresLocked is used by tests through TokenExpiry.
-func (s *Server) tokenExpiresLocked(token string) (time.Time, bool) {
+// TokenExpiry returns when an access token expires (zero: never) and
+// whether the server knows it.
+func (s *Server) TokenExpiry(token string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t := s.tokens[token]
 	if t == nil {
 		return time.Time{}, false
@@ -197,10 +202,211 @@ func (s *Server) tokenExpiresLocked(token string) (time.Time, bool) {
 	return t.expires, true
 }
 
-// TokenExpiry returns when a token expires (zero: never) and whether the
-// server knows it.
-func (s *Server) TokenExpiry(token string) (time.Time, bool) {
+// Installation is one installation of the app, as tests see it.
+type Installation struct {
+	ID           string
+	TeamID       string // "" for an org-wide install
+	EnterpriseID string
+	OrgWide      bool
+	// Pinned is a Team.BotToken installation (no OAuth).
+	Pinned     bool
+	BotUserID  string
+	BotID      string
+	Scopes     []string
+	UserScopes []string
+	Installer  string
+	// BotToken is the newest live bot token; BotTokens all live ones
+	// (at most two with rotation).
+	BotToken     string
+	BotTokens    []string
+	RefreshToken string // newest unused one (rotation only)
+	ExpiresAt    time.Time
+	UserToken    string
+	Uninstalled  bool
+}
+
+// install is the server's record of an installation.
+type install struct {
+	id          string
+	team        string // "" for org-wide
+	enterprise  string
+	orgWide     bool
+	pinned      bool
+	pkce        bool // installed by a public client (no secret)
+	botUser     string
+	botID       string
+	scopes      []string
+	userScopes  []string
+	installer   string
+	bots        []*tokenState // live bot tokens, oldest first
+	user        *tokenState
+	refresh     string // newest unused bot refresh token
+	userRefresh string
+	uninstalled bool
+}
+
+// InstallRequest installs the app without the browser (Install), as a
+// completed authorize step would.
+type InstallRequest struct {
+	Team       string
+	User       string // installer ("" = the team's first admin)
+	OrgWide    bool   // the whole Enterprise Grid org of Team
+	Scopes     []string
+	UserScopes []string // a user token is issued when set
+}
+
+// Install installs the app into a workspace (or org) and returns the
+// installation with its tokens. Installing again adds scopes; without
+// rotation the bot token stays the same, as in Slack.
+func (s *Server) Install(req InstallRequest) (Installation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.tokenExpiresLocked(token)
+	if req.User == "" {
+		req.User = s.defaultInstallerLocked(req.Team)
+	}
+	in, err := s.installLocked(req)
+	if err != nil {
+		return Installation{}, err
+	}
+	return s.installationLocked(in), nil
+}
+
+func (s *Server) installLocked(req InstallRequest) (*install, error) {
+	t := s.teams[req.Team]
+	if t == nil {
+		return nil, fmt.Errorf("slackemu: install: unknown team %q", req.Team)
+	}
+	org := req.OrgWide && t.EnterpriseID != ""
+	var in *install
+	for _, o := range s.installs {
+		if !o.pinned && !o.uninstalled && o.orgWide == org && ((org && o.enterprise == t.EnterpriseID) || (!org && o.team == t.ID)) {
+			in = o
+		}
+	}
+	fresh := in == nil
+	if fresh {
+		in = &install{id: s.newIDLocked("I"), enterprise: t.EnterpriseID, orgWide: org}
+		if org {
+			in.botUser, in.botID = s.newIDLocked("W0B"), s.newIDLocked("B0")
+		} else {
+			in.team = t.ID
+			if t.BotUserID == "" {
+				t.BotUserID, t.BotID = s.newIDLocked("U0B"), s.newIDLocked("B0")
+				t.BotName = cmp.Or(t.BotName, "bobbin")
+				s.addUserLocked(t.ID, User{ID: t.BotUserID, Name: t.BotName, RealName: t.BotName, DisplayName: t.BotName, IsBot: true})
+			}
+			in.botUser, in.botID = t.BotUserID, t.BotID
+		}
+		s.installs = append(s.installs, in)
+	}
+	in.installer = req.User
+	for _, sc := range req.Scopes {
+		if !slices.Contains(in.scopes, sc) {
+			in.scopes = append(in.scopes, sc) // scopes only ever add up
+		}
+	}
+	for _, sc := range req.UserScopes {
+		if !slices.Contains(in.userScopes, sc) {
+			in.userScopes = append(in.userScopes, sc)
+		}
+	}
+	if in.scopes == nil {
+		in.scopes = []string{}
+	}
+	rot := s.opts.OAuth.TokenRotation
+	if fresh || rot {
+		s.issueBotTokenLocked(in)
+	}
+	for _, b := range in.bots {
+		b.scopes = in.scopes
+	}
+	if len(in.userScopes) > 0 && (in.user == nil || rot) {
+		in.user = s.newTokenLocked(in, "user", req.User)
+		if rot {
+			in.userRefresh = s.newRefreshLocked(in, true)
+		}
+	}
+	if in.user != nil {
+		in.user.scopes = in.userScopes
+	}
+	if rot {
+		in.refresh = s.newRefreshLocked(in, false)
+	}
+	s.changedLocked()
+	return in, nil
+}
+
+// issueBotTokenLocked adds a bot token; with rotation at most two stay
+// live, the oldest extra one is revoked.
+func (s *Server) issueBotTokenLocked(in *install) {
+	in.bots = append(in.bots, s.newTokenLocked(in, "bot", in.botUser))
+	for len(in.bots) > 2 {
+		in.bots[0].revoked = "token_revoked"
+		in.bots = in.bots[1:]
+	}
+}
+
+func (s *Server) newTokenLocked(in *install, kind, user string) *tokenState {
+	secret := strings.ReplaceAll(s.newUUIDLocked(), "-", "")[:24]
+	t := &tokenState{kind: kind, team: in.team, enterprise: in.enterprise, inst: in, user: user, created: time.Now()}
+	prefix := map[string]string{"bot": "xoxb-", "user": "xoxp-"}[kind]
+	if kind == "bot" {
+		t.botID, t.scopes = in.botID, in.scopes
+	} else {
+		t.scopes = in.userScopes
+	}
+	if s.opts.OAuth.TokenRotation {
+		t.value = "xoxe." + prefix + "1-" + secret
+		t.expires = t.created.Add(s.opts.OAuth.TokenLifetime)
+	} else {
+		t.value = fmt.Sprintf("%s%s-%d-%s", prefix, cmp.Or(in.team, in.enterprise), s.idSeq, secret)
+	}
+	s.tokens[t.value] = t
+	return t
+}
+
+func (s *Server) newRefreshLocked(in *install, user bool) string {
+	v := "xoxe-1-" + strings.ReplaceAll(s.newUUIDLocked(), "-", "")
+	s.refreshes[v] = &refreshToken{value: v, inst: in, user: user}
+	return v
+}
+
+// Installations returns every installation (live and uninstalled), oldest
+// first.
+func (s *Server) Installations() []Installation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Installation, 0, len(s.installs))
+	for _, in := range s.installs {
+		out = append(out, s.installationLocked(in))
+	}
+	return out
+}
+
+func (s *Server) installationLocked(in *install) Installation {
+	out := Installation{
+		ID: in.id, TeamID: in.team, EnterpriseID: in.enterprise, OrgWide: in.orgWide, Pinned: in.pinned,
+		BotUserID: in.botUser, BotID: in.botID, Scopes: slices.Clone(in.scopes), UserScopes: slices.Clone(in.userScopes),
+		Installer: in.installer, RefreshToken: in.refresh, Uninstalled: in.uninstalled,
+	}
+	for _, b := range in.bots {
+		if b.revoked == "" {
+			out.BotTokens = append(out.BotTokens, b.value)
+			out.BotToken, out.ExpiresAt = b.value, b.expires
+		}
+	}
+	if in.user != nil && in.user.revoked == "" {
+		out.UserToken = in.user.value
+	}
+	return out
+}
+
+// ExpireToken makes a token expired now: every method then answers
+// token_expired.
+func (s *Server) ExpireToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tokens[token]; t != nil {
+		t.expires = time.Now().Add(-time.Second)
+	}
 }
