@@ -207,3 +207,30 @@ func TestMessageShortcut(t *testing.T) {
 		t.Error("shortcut in a workspace without the app: invoked")
 	}
 }
+
+func TestURLButtonInMessageNeedsAck(t *testing.T) {
+	emu := newEmu(t, timeoutOpts())
+	api := botClient(emu)
+	c := startSocket(t, emu, false)
+	c.next(t, socketmode.EventTypeHello)
+	link := slack.NewButtonBlockElement("link:connect", "", slack.NewTextBlockObject(slack.PlainTextType, "Connect", false, false))
+	link.URL = "https://auth.example.com/authorize?state=s"
+	_, ts, err := api.PostMessage(slackemu.ChannelGen, slack.MsgOptionText("connect", false), slack.MsgOptionBlocks(slack.NewActionBlock("b", link)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := emu.Click(slackemu.TeamID, slackemu.UserAlice, slackemu.ChannelGen, ts, "link:connect", "")
+	if err != nil || in.URL != link.URL {
+		t.Fatalf("Click = %+v, %v", in, err)
+	}
+	ev := c.next(t, socketmode.EventTypeInteractive)
+	if cb := ev.Data.(slack.InteractionCallback); cb.ActionCallback.BlockActions[0].ActionID != "link:connect" {
+		t.Errorf("block_actions = %+v", cb.ActionCallback)
+	}
+	// Not acked: Slack counts it as a failure the person may see.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := in.Wait(ctx); err == nil {
+		t.Error("unacked URL button: no failure")
+	}
+}

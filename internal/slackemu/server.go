@@ -60,7 +60,7 @@ type Options struct {
 	ResponseURLTTL time.Duration
 
 	// RateLimits overrides the built-in limit of a method (key: method
-	// name, e.g. "chat.update"). See DefaultRateLimits.
+	// name, e.g. "chat.update"). See DefaultRateLimits and MoreRateLimits.
 	RateLimits map[string]RateLimit
 	// NoRateLimits turns every rate limit off.
 	NoRateLimits bool
