@@ -111,6 +111,7 @@ var binaryType = fileType{"application/octet-stream", "binary", "Binary"}
 type fileState struct {
 	File
 	thumbKey string
+	byApp    bool // uploaded by the app (Leaks searches it)
 }
 
 // prepareFileLocked fills a new file's defaults and derived fields.

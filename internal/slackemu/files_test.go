@@ -384,3 +384,20 @@ func TestUploadFileWithSlackGo(t *testing.T) {
 		t.Errorf("completing an unknown upload: %v", err)
 	}
 }
+
+func TestLeaksFindsUploadedContent(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{})
+	const canary = "sk-canary-123"
+	if _, err := botClient(emu).UploadFile(slack.UploadFileParameters{Filename: "out.txt", FileSize: 20, Content: "token=" + canary, Channel: slackemu.ChannelGen}); err != nil {
+		t.Fatal(err)
+	}
+	if leaks := emu.Leaks(canary); !slices.ContainsFunc(leaks, func(l string) bool { return strings.HasPrefix(l, "file uploaded by the app") }) {
+		t.Errorf("Leaks = %v, want the uploaded file", leaks)
+	}
+	// A person's file is not the app's leak.
+	_, _ = emu.Post(slackemu.UserPost{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, User: slackemu.UserAlice, Silent: true,
+		Files: []slackemu.File{{Name: "x.txt", Content: []byte("other-canary")}}})
+	if leaks := emu.Leaks("other-canary"); len(leaks) != 0 {
+		t.Errorf("Leaks of a person's file = %v", leaks)
+	}
+}

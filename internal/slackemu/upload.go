@@ -171,6 +171,7 @@ func (s *Server) filesCompleteUploadExternal(r *request) (map[string]any, error)
 		if err != nil {
 			return nil, apiError("invalid_arguments")
 		}
+		fs.byApp = true
 		delete(s.uploads, ticketOf[f.ID])
 		stored = append(stored, fs)
 		out = append(out, map[string]any{"id": fs.ID, "title": fs.Title})
