@@ -47,7 +47,7 @@ func seedThread(t *testing.T, emu *slackemu.Server) (parent string, all []string
 }
 
 func TestConversationsRepliesPaginationWithSlackGo(t *testing.T) {
-	emu := newEmu(t, slackemu.Options{})
+	emu := newEmu(t, slackemu.Options{NoRateLimits: true}) // many calls; limits are tested below
 	api := botClient(emu)
 	parent, want := seedThread(t, emu)
 
@@ -112,7 +112,7 @@ func TestConversationsRepliesPaginationWithSlackGo(t *testing.T) {
 func TestConversationsRepliesErrors(t *testing.T) {
 	teams := slackemu.DefaultTeams()
 	teams[1].Scopes = []string{"chat:write"}
-	emu := newEmu(t, slackemu.Options{Teams: teams})
+	emu := newEmu(t, slackemu.Options{Teams: teams, NoRateLimits: true})
 	api := botClient(emu)
 	parent, _ := seedThread(t, emu)
 	t2, _ := emu.Post(slackemu.UserPost{Team: slackemu.TeamID2, Channel: slackemu.ChannelT2, User: slackemu.UserT2, Text: "hi", Silent: true})
