@@ -30,6 +30,11 @@ type Registered struct {
 	Name    string
 	URL     string
 	Headers map[string]string
+	// Auth is AuthNone (or ""), AuthWorkspace or AuthUser.
+	Auth string
+	// CreatedBy is the admin who registered it: a user server's tools are
+	// listed through their connection.
+	CreatedBy string
 }
 
 // Options configures a Manager. Zero values mean the defaults in brackets.
@@ -60,6 +65,10 @@ type Options struct {
 	RegistrationTTL time.Duration
 	// Resolver resolves registered servers' host names [the system resolver].
 	Resolver Resolver
+	// OAuth wires OAuth servers (zero: OAuth servers are refused).
+	OAuth OAuthOptions
+	// Elicitor answers servers' questions to people (nil: declined).
+	Elicitor Elicitor
 }
 
 // Server states reported by Status.
@@ -94,9 +103,10 @@ type ServerStatus struct {
 
 // Manager owns every workspace's MCP mounts. It is safe for concurrent use.
 type Manager struct {
-	opts Options
-	log  *slog.Logger
-	pins PinStore
+	opts  Options
+	log   *slog.Logger
+	pins  PinStore
+	oauth *oauthCore
 
 	mu     sync.Mutex
 	teams  map[string]*workspace
@@ -130,6 +140,7 @@ func NewManager(opts Options) *Manager {
 	if m.pins == nil {
 		m.pins = &memPins{}
 	}
+	m.oauth = newOAuthCore(opts.OAuth, m.log)
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -157,19 +168,25 @@ func (m *Manager) reap() {
 
 func (m *Manager) allMounts() []*mount {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []*mount
 	for _, ws := range m.teams {
 		for _, mt := range ws.mounts {
 			out = append(out, mt)
 		}
 	}
+	m.mu.Unlock()
+	// Per-person mounts of user servers (their locks are taken after m.mu
+	// is released, never inside it).
+	for _, mt := range slices.Clone(out) {
+		out = append(out, mt.subMounts()...)
+	}
 	return out
 }
 
 type desired struct {
-	cfg    ServerConfig
-	source string
+	cfg       ServerConfig
+	source    string
+	registrar string
 }
 
 // mounts reconciles the team's mounts with the config and the registrations
@@ -179,11 +196,11 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 	names := map[string]bool{}
 	if c := m.opts.Config; c != nil {
 		for _, s := range c.Servers {
-			want = append(want, desired{s, sourceConfig})
+			want = append(want, desired{cfg: s, source: sourceConfig})
 			names[s.Name] = true
 		}
 		for _, s := range c.Workspaces[team].Servers {
-			want = append(want, desired{s, sourceConfig})
+			want = append(want, desired{cfg: s, source: sourceConfig})
 			names[s.Name] = true
 		}
 	}
@@ -194,7 +211,11 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 			continue
 		}
 		names[r.Name] = true
-		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers}, sourceRegistered})
+		auth := r.Auth
+		if auth == AuthNone {
+			auth = ""
+		}
+		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers, Auth: auth}, sourceRegistered, r.CreatedBy})
 	}
 
 	m.mu.Lock()
@@ -214,6 +235,7 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 				stale = append(stale, mt)
 			}
 			mt = newMount(m, team, d.cfg, d.source, key)
+			mt.registrar = d.registrar
 		}
 		next[d.cfg.Name] = mt
 		out = append(out, mt)
@@ -270,7 +292,8 @@ func fingerprint(d desired) string {
 	b, _ := json.Marshal(struct {
 		C ServerConfig
 		S string
-	}{d.cfg, d.source})
+		R string
+	}{d.cfg, d.source, d.registrar})
 	return string(b)
 }
 
