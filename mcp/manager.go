@@ -500,6 +500,9 @@ func (m *Manager) Probe(ctx context.Context, name, url string, headers map[strin
 		allowPrivate: m.opts.AllowPrivateNetworks, resolve: m.opts.Resolver,
 		probeTimeout: m.opts.ProbeTimeout, maxMessage: m.opts.MaxMessageBytes})
 	if err != nil {
+		if perr := m.ProbeAuth(ctx, name, url); perr != nil {
+			return nil, perr
+		}
 		return nil, fmt.Errorf("mcp: connecting to %s: %w", name, err)
 	}
 	defer c.close()

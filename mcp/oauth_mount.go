@@ -179,11 +179,13 @@ func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, re
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.opts.ConnectTimeout)
 	defer cancel()
+	// What is stored now: the wait ends when a newer connection appears
+	// (the prompter may complete it before it returns).
+	start, _ := o.load(ctx, key)
 	if err := o.opts.Prompter.PromptConnect(wctx, ConnectPrompt{Requester: r, Server: mt.cfg.Name, Mode: mt.authMode(),
 		URL: link, Reason: reason, Expires: expires}); err != nil {
 		return fmt.Errorf("%s: %w", mt.cfg.Name, err)
 	}
-	start, _ := o.load(ctx, key)
 	for {
 		if rec, err := o.load(wctx, key); err == nil && rec != nil && !rec.NeedsReconnect &&
 			(start == nil || rec.ConnectedAt.After(start.ConnectedAt) || start.NeedsReconnect) && rec.usable(time.Now()) {
@@ -353,3 +355,39 @@ func (m *Manager) Disconnect(ctx context.Context, team, server, user string) err
 
 // errNoRequester is returned by a user-mode call without a requester.
 var errNoRequester = errors.New("this server acts as the person who asked, and the call carries no requester")
+
+// ErrNeedsOAuth is returned by Probe for a server that answers 401 with
+// OAuth metadata: register it with auth workspace (or user) and Connect.
+var ErrNeedsOAuth = errors.New("mcp: the server requires OAuth: register it with OAuth and connect")
+
+// needsOAuth reports whether url answers an unauthenticated request with
+// 401 and its authorization can be discovered.
+func (m *Manager) needsOAuth(ctx context.Context, name, rawURL string) bool {
+	sa := serverAuth{name: name, url: rawURL, checked: true, allowPrivate: m.opts.AllowPrivateNetworks, resolve: m.opts.Resolver}
+	hc, done := sa.httpClient()
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	www := challenge(ctx, hc, rawURL)
+	if len(www) == 0 {
+		return false
+	}
+	d, err := discover(ctx, hc, rawURL, www)
+	return err == nil && d.asm != nil && d.asm.AuthorizationEndpoint != ""
+}
+
+// ProbeAuth tells whether a URL an admin wants to register needs OAuth:
+// nil when it does not, ErrNeedsOAuth when it does and OAuth is set up,
+// ErrOAuthUnavailable when it does and PUBLIC_URL is missing.
+func (m *Manager) ProbeAuth(ctx context.Context, name, rawURL string) error {
+	if err := ValidateRegistrationURL(rawURL, m.opts.AllowPrivateNetworks); err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	if !m.needsOAuth(ctx, name, strings.TrimSpace(rawURL)) {
+		return nil
+	}
+	if err := m.oauth.ready(); err != nil {
+		return err
+	}
+	return ErrNeedsOAuth
+}

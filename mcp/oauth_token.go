@@ -213,6 +213,22 @@ func (o *oauthCore) refresh(ctx context.Context, key connKey, sa serverAuth, sta
 	return rec, nil
 }
 
+// markRefused records that the server refused token even after a refresh
+// attempt, so status shows "reconnect needed" and the next call prompts.
+func (o *oauthCore) markRefused(ctx context.Context, key connKey, token string) {
+	l := o.localLock(key)
+	l.Lock()
+	defer l.Unlock()
+	rec, err := o.load(ctx, key)
+	if err != nil || rec == nil || rec.AccessToken != token || rec.NeedsReconnect {
+		return
+	}
+	rec.NeedsReconnect, rec.Reason = true, "the server refused the token"
+	if err := o.save(ctx, key, rec); err != nil {
+		o.log.Warn("mcp oauth: marking a connection for reconnect", "team", key.team, "server", key.server, "err", err)
+	}
+}
+
 // resourceOnRefresh adds the RFC 8707 resource parameter to refresh-token
 // requests: golang.org/x/oauth2 sends only grant_type and refresh_token,
 // while the MCP authorization spec wants resource on every token request.
@@ -343,6 +359,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 				return nil
 			}
 		}
+		h.o.markRefused(ctx, h.key, sent)
 		return &NeedsConnectError{Server: h.sa.name, Reason: "reconnect needed", Challenge: wwwAuth}
 	}
 	rec := h.o.cached(h.key)
