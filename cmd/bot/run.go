@@ -85,6 +85,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
 		Getenv:               getenv,
 		Logger:               log,
+		OAuth:                mcpOAuth(store, cfg.PublicURL, nil, cfg.ApprovalTimeout),
 	})
 	defer func() {
 		if err := mgr.Close(); err != nil {
@@ -131,7 +132,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	if err != nil {
 		return fmt.Errorf("HTTP_ADDR: %w", err)
 	}
-	srv := &http.Server{Handler: httpHandler(b, reg), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: httpHandler(b, reg, mgr.CallbackHandler(nil)), ReadHeaderTimeout: 5 * time.Second}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
 	log.Info("bobbin: serving", "http", ln.Addr().String(), "provider", cfg.LLMProvider, "model", cfg.LLMModel, "stream_mode", cfg.StreamMode)
@@ -151,9 +152,12 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 }
 
 // httpHandler serves /healthz (the process is up), /readyz (socket
-// connected and Redis answering) and /metrics.
-func httpHandler(b *bot.Bot, reg *prometheus.Registry) http.Handler {
+// connected and Redis answering), /metrics and, for MCP OAuth, the
+// callback and client metadata document under /oauth/ (PUBLIC_URL points
+// here).
+func httpHandler(b *bot.Bot, reg *prometheus.Registry, oauth http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /oauth/", oauth)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
