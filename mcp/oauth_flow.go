@@ -38,11 +38,18 @@ type tokenRecord struct {
 	RefreshToken  string           `json:"refresh_token,omitempty"`
 	Expiry        time.Time        `json:"expiry,omitzero"`
 	// NeedsReconnect is set when a refresh failed for good.
-	NeedsReconnect bool      `json:"needs_reconnect,omitempty"`
-	Reason         string    `json:"reason,omitempty"`
-	ConnectedBy    string    `json:"connected_by,omitempty"`
-	ConnectedAt    time.Time `json:"connected_at"`
-	RefreshedAt    time.Time `json:"refreshed_at,omitzero"`
+	NeedsReconnect bool   `json:"needs_reconnect,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+	// Gen orders versions of the record (set on every save), so a slow
+	// read never replaces a newer cached token with an older one.
+	// ListAs, only in the workspace slot of a user server from the config
+	// file (no registering admin), names the person whose connection lists
+	// its tools: the first who connected.
+	ListAs      string    `json:"list_as,omitempty"`
+	Gen         int64     `json:"gen"`
+	ConnectedBy string    `json:"connected_by,omitempty"`
+	ConnectedAt time.Time `json:"connected_at"`
+	RefreshedAt time.Time `json:"refreshed_at,omitzero"`
 }
 
 // usable reports whether the access token may be sent (expiry unknown
@@ -469,6 +476,14 @@ func (m *Manager) CompleteCallback(ctx context.Context, state, code, iss, errCod
 		RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, ConnectedBy: st.User, ConnectedAt: time.Now().UTC()}
 	if err := o.save(ctx, key, rec); err != nil {
 		return fail("storing the connection failed")
+	}
+	if st.Mode == AuthUser && st.Principal != "" {
+		lk := connKey{st.Team, st.Server, ""}
+		if cur, err := o.load(ctx, lk); err == nil && (cur == nil || cur.ListAs == "") {
+			if err := o.save(ctx, lk, &tokenRecord{V: 1, ListAs: st.Principal, ConnectedAt: time.Now().UTC()}); err != nil {
+				m.log.Warn("mcp oauth: recording who lists the tools", "team", st.Team, "server", st.Server, "err", err)
+			}
+		}
 	}
 	m.connected(key)
 	o.notify(ctx, key, outcomeConnected)

@@ -59,7 +59,14 @@ func (mt *mount) listPrincipal(ctx context.Context) (string, error) {
 	cur := mt.principal
 	mt.mu.Unlock()
 	if cur != "" {
-		return cur, nil
+		if ok, _, _ := mt.hasToken(ctx, cur); ok {
+			return cur, nil
+		}
+	}
+	if rec, _ := mt.m.oauth.load(ctx, connKey{mt.team, mt.cfg.Name, ""}); rec != nil && rec.ListAs != "" {
+		if ok, _, _ := mt.hasToken(ctx, rec.ListAs); ok {
+			return rec.ListAs, nil
+		}
 	}
 	if r, ok := RequesterFrom(ctx); ok {
 		if rec, _ := mt.m.oauth.load(ctx, connKey{mt.team, mt.cfg.Name, r.User}); rec != nil && !rec.NeedsReconnect {
@@ -332,6 +339,13 @@ func (m *Manager) Disconnect(ctx context.Context, team, server, user string) err
 		return fmt.Errorf("mcp: %s: removing the connection: %w", server, err)
 	}
 	m.oauth.forget(key)
+	if key.principal != "" {
+		lk := connKey{team, server, ""}
+		if l, _ := m.oauth.load(ctx, lk); l != nil && l.ListAs == key.principal {
+			_ = m.oauth.opts.Tokens.DeleteOAuthConnection(ctx, team, server, "")
+			m.oauth.forget(lk)
+		}
+	}
 	// Close live connections that carry the token.
 	for _, x := range append(mt.subMounts(), mt) {
 		x.mu.Lock()

@@ -94,12 +94,15 @@ func (o *oauthCore) load(ctx context.Context, key connKey) (*tokenRecord, error)
 		}
 	}
 	o.mu.Lock()
-	if rec == nil {
+	defer o.mu.Unlock()
+	switch cur := o.cache[key]; {
+	case rec == nil:
 		delete(o.cache, key)
-	} else {
+	case cur != nil && cur.Gen > rec.Gen:
+		return cur, nil // read before a newer save: keep the newer one
+	default:
 		o.cache[key] = rec
 	}
-	o.mu.Unlock()
 	return rec, nil
 }
 
@@ -110,6 +113,7 @@ func (o *oauthCore) cached(key connKey) *tokenRecord {
 }
 
 func (o *oauthCore) save(ctx context.Context, key connKey, rec *tokenRecord) error {
+	rec.Gen = max(time.Now().UnixNano(), rec.Gen+1)
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -174,6 +178,9 @@ func (o *oauthCore) refresh(ctx context.Context, key connKey, sa serverAuth, sta
 	if rec.RefreshToken == "" {
 		return nil, ErrNotConnected
 	}
+	// Records are shared through the cache: change a copy.
+	cp := *rec
+	rec = &cp
 	hc, done := sa.httpClient()
 	defer done()
 	hc.Transport = &resourceOnRefresh{next: hc.Transport, tokenURL: rec.TokenURL, resource: rec.Resource}
@@ -223,6 +230,8 @@ func (o *oauthCore) markRefused(ctx context.Context, key connKey, token string) 
 	if err != nil || rec == nil || rec.AccessToken != token || rec.NeedsReconnect {
 		return
 	}
+	cp := *rec
+	rec = &cp
 	rec.NeedsReconnect, rec.Reason = true, "the server refused the token"
 	if err := o.save(ctx, key, rec); err != nil {
 		o.log.Warn("mcp oauth: marking a connection for reconnect", "team", key.team, "server", key.server, "err", err)
@@ -288,10 +297,11 @@ type oauthHandler struct {
 	key connKey
 	sa  serverAuth
 
-	mu       sync.Mutex
-	retried  string // access token already refreshed once after a 401
-	stepUps  int
-	lastSent string
+	mu sync.Mutex
+	// fresh holds access tokens obtained by refreshing after a 401: one of
+	// them refused again is not refreshed again.
+	fresh   map[string]bool
+	stepUps int
 }
 
 var _ auth.OAuthHandler = (*oauthHandler)(nil)
@@ -311,9 +321,6 @@ func (h *oauthHandler) Token() (*oauth2.Token, error) {
 		}
 		return nil, err
 	}
-	h.mu.Lock()
-	h.lastSent = rec.AccessToken
-	h.mu.Unlock()
 	return &oauth2.Token{AccessToken: rec.AccessToken, TokenType: "Bearer", Expiry: rec.Expiry}, nil
 }
 
@@ -345,17 +352,24 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	}
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	if sent != "" {
-		// A token we thought valid was refused: one refresh (unless a
-		// newer token is already stored), one retry.
+		// A token we thought valid was refused. If another call (on any
+		// replica) already replaced it, retry with the new one; otherwise
+		// refresh once and retry once. A token that itself came from such a
+		// refresh and is refused too means the person must reconnect.
+		if rec, err := h.o.load(ctx, h.key); err == nil && rec.usable(time.Now()) && rec.AccessToken != sent {
+			return nil
+		}
 		h.mu.Lock()
-		first := h.retried != sent
-		h.retried = sent
+		again := h.fresh[sent]
 		h.mu.Unlock()
-		if first {
-			if rec, err := h.o.load(ctx, h.key); err == nil && rec.usable(time.Now()) && rec.AccessToken != sent {
-				return nil
-			}
-			if _, err := h.o.refresh(ctx, h.key, h.sa, sent); err == nil {
+		if !again {
+			if rec, err := h.o.refresh(ctx, h.key, h.sa, sent); err == nil {
+				h.mu.Lock()
+				if h.fresh == nil || len(h.fresh) > 64 {
+					h.fresh = map[string]bool{}
+				}
+				h.fresh[rec.AccessToken] = true
+				h.mu.Unlock()
 				return nil
 			}
 		}

@@ -132,6 +132,13 @@ func New(t interface {
 		opts.Tools(ms)
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
+	// Sessions whose client could not end them (its token was revoked, so
+	// even its DELETE got a 401) end with the test.
+	t.Cleanup(func() {
+		for ss := range ms.Sessions() {
+			_ = ss.Close()
+		}
+	})
 	mux.Handle("/mcp", auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.srv.URL + "/.well-known/oauth-protected-resource/mcp"})(h))
 	return s
