@@ -122,7 +122,10 @@ func (p *dialParams) client() *mcp.Client {
 // the session (legacy SSE ties its stream to the Connect context), but gives
 // up after bound or when ctx ends. go-sdk's probe has no timeout of its own.
 func boundedConnect(ctx context.Context, client *mcp.Client, t mcp.Transport, opts *mcp.ClientSessionOptions, bound time.Duration) (*mcp.ClientSession, context.CancelFunc, error) {
-	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The session outlives this request: it must not carry the requester
+	// (or call clock) of whoever happened to cause the connect, or a later
+	// server request on the connection could be attributed to them.
+	life, cancel := context.WithCancel(detached{context.WithoutCancel(ctx)})
 	var timedOut bool
 	var mu sync.Mutex
 	timer := time.AfterFunc(bound, func() {
@@ -285,4 +288,16 @@ func dialHTTP(ctx context.Context, p *dialParams) (*conn, error) {
 		return nil, fmt.Errorf("streamable HTTP: %v; legacy SSE: %w", err, err2)
 	}
 	return nil, err
+}
+
+// detached hides the per-call values of a context (requester, call clock)
+// from what is derived from it.
+type detached struct{ context.Context }
+
+func (d detached) Value(key any) any {
+	switch key.(type) {
+	case requesterKey, clockKey:
+		return nil
+	}
+	return d.Context.Value(key)
 }
