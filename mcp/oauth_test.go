@@ -309,7 +309,14 @@ func TestOAuthPerUserTokensNeverMixed(t *testing.T) {
 		if p.Requester.User != "UBOB" || p.Mode != AuthUser || p.Reason != "not connected" {
 			t.Errorf("prompt %+v", p)
 		}
-		go r.connect(1, p.URL, "bob")
+		go func() {
+			q, err := oauthtest.Authorize(context.Background(), p.URL, "bob")
+			if err != nil {
+				t.Errorf("authorize: %v", err)
+				return
+			}
+			r.callback(1, q)
+		}()
 		return nil
 	}
 	bob := reqCtx(t, "UBOB")

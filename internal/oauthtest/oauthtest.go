@@ -75,7 +75,7 @@ type client struct {
 
 type grant struct {
 	client, redirect, challenge, resource, subject, scope string
-	expires                                              time.Time
+	expires                                               time.Time
 }
 
 type token struct {
@@ -164,9 +164,9 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	m := map[string]any{
 		"issuer": s.Issuer, "authorization_endpoint": s.Issuer + "/authorize", "token_endpoint": s.Issuer + "/token",
 		"registration_endpoint": s.Issuer + "/register", "response_types_supported": []string{"code"},
-		"grant_types_supported":            []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported": []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic", "none"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"client_secret_post", "client_secret_basic", "none"},
 		"scopes_supported":                               append(slices.Clone(s.opts.Scopes), "offline_access"),
 		"authorization_response_iss_parameter_supported": true,
 	}
