@@ -99,6 +99,11 @@ type ServerStatus struct {
 	// Flagged lists tools the poisoning scanner flagged.
 	Flagged  []string
 	Restarts int
+	// Auth is AuthWorkspace or AuthUser for OAuth servers, "" otherwise;
+	// OAuth is then the connection of the workspace or of the person
+	// asking (StatusFor).
+	Auth  string
+	OAuth *OAuthStatus
 }
 
 // Manager owns every workspace's MCP mounts. It is safe for concurrent use.
@@ -369,8 +374,16 @@ func exposeAll(mts []*mount) []exposure {
 }
 
 // Status reports every server mounted in the workspace, connecting lazily
-// first so the answer is current.
+// first so the answer is current; OAuth connection states are those of the
+// requester in ctx (WithRequester), if any.
 func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
+	r, _ := RequesterFrom(ctx)
+	return m.StatusFor(ctx, team, r.User)
+}
+
+// StatusFor is Status with the OAuth connection states of user (for
+// user-mode servers; workspace-mode servers report the workspace's).
+func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStatus {
 	mts, err := m.mounts(ctx, team)
 	if err != nil {
 		return nil
@@ -408,6 +421,10 @@ func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
 			}
 		}
 		mt.mu.Unlock()
+		if mt.isOAuth() {
+			o := m.oauthStatus(ctx, mt, user)
+			st.Auth, st.OAuth = mt.authMode(), &o
+		}
 		out = append(out, st)
 	}
 	return out

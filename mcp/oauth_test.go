@@ -371,6 +371,12 @@ func TestOAuthPerUserTokensNeverMixed(t *testing.T) {
 	if st, _, _ := a.ConnectionState(bob, "T1", "acme", "UCAROL"); st.Connected {
 		t.Fatalf("carol's state %+v", st)
 	}
+	for user, want := range map[string]bool{"UBOB": true, "UCAROL": false} {
+		sts := a.StatusFor(bob, "T1", user)
+		if len(sts) != 1 || sts[0].Auth != AuthUser || sts[0].OAuth == nil || sts[0].OAuth.Connected != want {
+			t.Fatalf("StatusFor %s: %+v", user, sts)
+		}
+	}
 	r.noCanary()
 }
 
