@@ -305,7 +305,10 @@ func ValidateElicitContent(s *ElicitSchema, content map[string]any) map[string]s
 		known[f.Name] = true
 		v, ok := content[f.Name]
 		if !ok || v == nil {
-			if f.Required && f.Default == nil {
+			// go-sdk validates before filling defaults: a required field
+			// must be sent even when it has a default (the form shows it
+			// pre-filled).
+			if f.Required {
 				errs[f.Name] = "This field is required."
 			}
 			continue
