@@ -64,6 +64,10 @@ type ServerConfig struct {
 	ClientID     string   `yaml:"client_id"`
 	ClientSecret string   `yaml:"client_secret"`
 	Scopes       []string `yaml:"scopes"`
+	// ClientIssuer is the authorization server client_id was registered
+	// with; when the server moves to another one, Bobbin says so instead of
+	// presenting the client there (SEP-2352).
+	ClientIssuer string `yaml:"client_issuer"`
 }
 
 const (
@@ -204,11 +208,11 @@ func (s *ServerConfig) validate(path, where string) []error {
 	if oauth && s.Transport == transportSSE {
 		bad("auth", "OAuth needs the streamable HTTP transport, not sse")
 	}
-	if !oauth && (s.ClientID != "" || s.ClientSecret != "" || len(s.Scopes) > 0) {
+	if !oauth && (s.ClientID != "" || s.ClientSecret != "" || s.ClientIssuer != "" || len(s.Scopes) > 0) {
 		bad("client_id", "client_id, client_secret and scopes need auth: workspace or user")
 	}
-	if s.ClientSecret != "" && s.ClientID == "" {
-		bad("client_secret", "client_secret needs client_id")
+	if (s.ClientSecret != "" || s.ClientIssuer != "") && s.ClientID == "" {
+		bad("client_secret", "client_secret and client_issuer need client_id")
 	}
 	for _, sc := range s.Scopes {
 		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"") {

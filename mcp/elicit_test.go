@@ -348,3 +348,77 @@ func TestElicitationInputRequiredParallelCallsIsolated(t *testing.T) {
 		t.Fatalf("stateless ask: %q, %v", out, err)
 	}
 }
+
+// TestElicitationLegacySharedConnectionNeverAsksTheWrongPerson: two
+// people's calls are in flight on one shared (auth none) connection when
+// the server asks through elicitation/create, which carries no link to a
+// call: the question is cancelled rather than shown to either of them.
+func TestElicitationLegacySharedConnectionNeverAsksTheWrongPerson(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "0.0.1"}, nil)
+	both := make(chan struct{})
+	var n sync.WaitGroup
+	n.Add(2)
+	go func() { n.Wait(); close(both) }()
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Ask the caller"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Who string `json:"who"`
+		}) (*mcp.CallToolResult, any, error) {
+			n.Done()
+			select { // both calls are in flight before either asks
+			case <-both:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "question for " + in.Who,
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(func() {
+		for ss := range s.Sessions() {
+			_ = ss.Close()
+		}
+		srv.Close()
+	})
+	el := &elicitor{answer: func(q Elicitation) (ElicitAnswer, error) {
+		return ElicitAnswer{Action: ActionAccept, Content: map[string]any{"x": "y"}}, nil
+	}}
+	m := newTestManager(t, &Config{Servers: []ServerConfig{{Name: "asker", URL: srv.URL}}}, func(o *Options) { o.Elicitor = el })
+	tools, err := m.Tools(reqCtx(t, "UALICE"), "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := toolByName(t, tools, "asker__ask")
+	var wg sync.WaitGroup
+	outs := make(chan string, 2)
+	for _, who := range []string{"UALICE", "UBOB"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := ask.Call(reqCtx(t, who), json.RawMessage(`{"who":"`+who+`"}`))
+			if err != nil {
+				t.Errorf("%s: %v", who, err)
+			}
+			outs <- out
+		}()
+	}
+	wg.Wait()
+	close(outs)
+	cancels := 0
+	for o := range outs {
+		if o == ActionCancel {
+			cancels++
+		}
+	}
+	for _, q := range el.questions() {
+		if q.Message != "question for "+q.Requester.User {
+			t.Errorf("%q was shown to %s", q.Message, q.Requester.User)
+		}
+	}
+	if cancels == 0 {
+		t.Fatal("no question was cancelled although two people's calls were in flight")
+	}
+}

@@ -49,7 +49,7 @@ func TestConfigAuthFields(t *testing.T) {
 	}
 	for _, want := range []string{"(a): auth: must be", "(b): auth: OAuth applies to url servers only",
 		"(c): client_id: client_id, client_secret and scopes need auth", "(d): auth: OAuth needs the streamable",
-		"(e): client_secret: client_secret needs client_id"} {
+		"(e): client_secret: client_secret and client_issuer need client_id"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)
 		}

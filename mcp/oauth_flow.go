@@ -97,6 +97,7 @@ type clientRecord struct {
 type serverAuth struct {
 	name, url, mode  string
 	clientID, secret string
+	clientIssuer     string
 	scopes           []string
 	checked          bool
 	allowPrivate     bool
@@ -266,6 +267,10 @@ type resolvedClient struct {
 // gets a new registration and never sees another's client id).
 func (o *oauthCore) registerClient(ctx context.Context, hc *http.Client, team string, sa serverAuth, asm *oauthex.AuthServerMeta) (resolvedClient, error) {
 	if sa.clientID != "" {
+		if sa.clientIssuer != "" && strings.TrimSuffix(sa.clientIssuer, "/") != strings.TrimSuffix(asm.Issuer, "/") {
+			return resolvedClient{}, fmt.Errorf("the configured client_id belongs to %s, but the server now uses the authorization server %s: update client_id and client_issuer",
+				sa.clientIssuer, asm.Issuer)
+		}
 		style := tokenAuthStyle(asm.TokenEndpointAuthMethodsSupported)
 		if sa.secret == "" {
 			style = oauth2.AuthStyleInParams

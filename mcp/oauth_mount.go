@@ -31,7 +31,7 @@ func (mt *mount) serverAuth() (serverAuth, error) {
 		}
 	}
 	return serverAuth{name: mt.cfg.Name, url: strings.TrimSpace(mt.cfg.URL), mode: mt.authMode(),
-		clientID: mt.cfg.ClientID, secret: secret, scopes: mt.cfg.Scopes,
+		clientID: mt.cfg.ClientID, secret: secret, clientIssuer: mt.cfg.ClientIssuer, scopes: mt.cfg.Scopes,
 		checked: mt.source == sourceRegistered, allowPrivate: mt.m.opts.AllowPrivateNetworks,
 		resolve: mt.m.opts.Resolver, registrar: mt.registrar}, nil
 }

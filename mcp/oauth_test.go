@@ -33,6 +33,7 @@ type replicas struct {
 	audit   *auditLog
 	logs    []*syncBuffer
 	mgrs    []*Manager
+	regs    []*fakeRegs
 	prompts *promptLog
 }
 
@@ -82,7 +83,7 @@ func (p *promptLog) count() int {
 	return len(p.prompts)
 }
 
-func newReplicas(t *testing.T, n int, cfg *Config, tweak func(*OAuthOptions)) *replicas {
+func newReplicas(t *testing.T, n int, cfg *Config, tweak func(*OAuthOptions), more ...func(*Options)) *replicas {
 	t.Helper()
 	r := &replicas{t: t, url: os.Getenv("REDIS_URL"), audit: &auditLog{}, prompts: &promptLog{}}
 	if r.url == "" {
@@ -112,7 +113,13 @@ func newReplicas(t *testing.T, n int, cfg *Config, tweak func(*OAuthOptions)) *r
 		if tweak != nil {
 			tweak(&oo)
 		}
-		tm := newTestManager(t, cfg, func(o *Options) { o.OAuth = oo; o.Pins = st })
+		tm := newTestManager(t, cfg, func(o *Options) {
+			o.OAuth, o.Pins = oo, st
+			for _, f := range more {
+				f(o)
+			}
+		})
+		r.regs = append(r.regs, tm.regs)
 		r.stores = append(r.stores, st)
 		r.logs = append(r.logs, tm.logs)
 		r.mgrs = append(r.mgrs, tm.Manager)
@@ -568,5 +575,61 @@ func TestOAuthRefusedWithoutPublicURL(t *testing.T) {
 	r.mgrs[0].opts.AllowPrivateNetworks = true
 	if err := r.mgrs[0].ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, ErrNeedsOAuth) {
 		t.Fatalf("ProbeAuth: %v", err)
+	}
+}
+
+func TestOAuthRegisteredUserServerListsThroughRegistrar(t *testing.T) {
+	srv := oauthtest.New(t, oauthtest.Options{})
+	r := newReplicas(t, 2, nil, nil, func(o *Options) { o.AllowPrivateNetworks = true })
+	for _, regs := range r.regs {
+		regs.set("T1", Registered{Name: "acme", URL: srv.URL, Auth: AuthUser, CreatedBy: "UADMIN"})
+	}
+	a, b := r.mgrs[0], r.mgrs[1]
+	admin, bob := reqCtx(t, "UADMIN"), reqCtx(t, "UBOB")
+	if tools, _ := b.Tools(bob, "T1"); len(tools) != 0 {
+		t.Fatalf("tools before the admin connected: %v", toolNames(tools))
+	}
+	if sts := b.StatusFor(bob, "T1", "UADMIN"); len(sts) != 1 || sts[0].OAuth == nil || sts[0].OAuth.Connected {
+		t.Fatalf("status before connecting: %+v", sts)
+	}
+	// The admin connects from the answer to /bobbin mcp add.
+	link, _, err := a.StartConnect(admin, "T1", "acme", "UADMIN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := r.connect(1, link, "admin"); page.Code != 200 {
+		t.Fatalf("callback %d %s", page.Code, page.Body)
+	}
+	// Bob sees the tools (listed through the admin's connection), but his
+	// call runs as him once he connected.
+	tools, err := b.Tools(bob, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whoami := toolByName(t, tools, "acme__whoami")
+	r.prompts.react = func(p ConnectPrompt) error { r.connect(0, p.URL, "bob"); return nil }
+	if out, err := whoami.Call(bob, nil); err != nil || out != "bob" {
+		t.Fatalf("bob's call %q, %v", out, err)
+	}
+	if out, err := whoami.Call(admin, nil); err != nil || out != "admin" {
+		t.Fatalf("admin's call %q, %v", out, err)
+	}
+	if n := r.prompts.count(); n != 1 {
+		t.Fatalf("%d prompts, want 1 (bob)", n)
+	}
+	r.noCanary()
+}
+
+func TestOAuthPreregisteredClientOfAnotherIssuer(t *testing.T) {
+	srv := oauthtest.New(t, oauthtest.Options{})
+	cfg := &Config{Servers: []ServerConfig{{Name: "acme", URL: srv.URL, Auth: AuthWorkspace,
+		ClientID: "preregistered", ClientSecret: "s", ClientIssuer: "https://old-as.example"}}}
+	r := newReplicas(t, 1, cfg, nil)
+	_, _, err := r.mgrs[0].StartConnect(reqCtx(t, "UADMIN"), "T1", "acme", "UADMIN")
+	if err == nil || !strings.Contains(err.Error(), "belongs to https://old-as.example") {
+		t.Fatalf("StartConnect: %v", err)
+	}
+	if srv.Stats().Registrations != 0 {
+		t.Fatal("registered a client instead")
 	}
 }
