@@ -82,9 +82,10 @@ var (
 )
 
 // LoadConfig reads and validates the YAML file at path. Unknown fields are
-// errors; every problem is reported, each naming the file, the server and the
-// field. ${VAR} references are kept as written: they are expanded when a
-// server is connected, with Options.Getenv.
+// errors; every problem is reported, each naming the file, the server (or the
+// line) and the field. ${VAR} references are kept as written: they are
+// expanded when a server is connected, with Options.Getenv (CheckVars finds
+// the unset ones up front).
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -94,16 +95,33 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 func parseConfig(path string, data []byte) (*Config, error) {
+	cfg, errs := decodeConfig(path, data)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// decodeConfig decodes and validates a config file, returning what could
+// be decoded (nil after a syntax error) and every problem found.
+func decodeConfig(path string, data []byte) (*Config, []error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	var errs []error
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("mcp config %s: %w", path, err)
+		// Unknown fields and wrong kinds leave the rest decoded: report
+		// them with what validate finds. A syntax error leaves nothing.
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, []error{fmt.Errorf("mcp config %s: %w", path, err)}
+		}
+		errs = decodeProblems(path, te)
 	}
 	if err := cfg.validate(path); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
-	return &cfg, nil
+	return &cfg, errs
 }
 
 func (c *Config) validate(path string) error {

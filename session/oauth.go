@@ -342,7 +342,12 @@ func (s *Store) WaitOAuth(ctx context.Context, team, server, principal string) (
 	if err != nil {
 		return "", s.wrap("wait oauth", err)
 	}
-	conn := s.waits.Conn()
+	// A dedicated connection of the waits client (on the key's node): BLPOP
+	// holds it.
+	conn, err := s.waitConn(ctx, key)
+	if err != nil {
+		return "", err
+	}
 	defer conn.Close()
 	for {
 		if err := ctx.Err(); err != nil {

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -67,7 +68,8 @@ type config struct {
 }
 
 // loadConfig reads and validates the configuration, reporting every problem
-// at once. Error texts name variables, never their values.
+// at once, at most one per variable. Error texts name variables, never their
+// values (tokens, keys and URLs with passwords must not reach a log).
 func loadConfig(getenv func(string) string) (config, error) {
 	var c config
 	params, err := env.GetFieldParams(&c)
@@ -80,16 +82,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 			environ[p.Key] = v
 		}
 	}
-	var errs []error
+	var probs problems
 	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
-		var agg env.AggregateError
-		if errors.As(err, &agg) {
-			errs = append(errs, agg.Errors...)
-		} else {
-			errs = append(errs, err)
+		for _, msg := range envProblems(err, reflect.TypeOf(c)) {
+			probs.add(msg)
 		}
 	}
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	// bad records a problem; its text starts with the variable's name.
+	bad := func(format string, a ...any) { probs.add(fmt.Sprintf(format, a...)) }
 
 	if c.SlackBotToken != "" && !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
 		bad("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
@@ -195,6 +195,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.SocketConnections < 1 || c.SocketConnections > 10 {
 		bad("SOCKET_CONNECTIONS must be between 1 and 10")
 	}
+	if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil || !validPort(port) {
+		bad("HTTP_ADDR must be host:port or :port, e.g. :8080")
+	}
 	if err := c.logLevel.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		bad("LOG_LEVEL must be debug, info, warn or error")
 	}
@@ -203,10 +206,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		bad("LOG_FORMAT must be json or text")
 	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("configuration:\n%w", errors.Join(errs...))
-	}
-	return c, nil
+	return c, probs.err()
 }
 
 func httpURL(s string) bool {

@@ -25,7 +25,7 @@ func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Re
 	for _, reg := range regs {
 		url, headers, err := bot.RegisteredServer(reg)
 		if err != nil {
-			return nil, fmt.Errorf("registration %s: %w", reg.Name, err)
+			return nil, err // names the registration already
 		}
 		// The auth mode is in the bot's record as "auth" once the bot
 		// registers OAuth servers (absent: none).
