@@ -24,6 +24,10 @@ func TestConfigAuthFields(t *testing.T) {
 	if s := cfg.Servers[0]; s.Auth != AuthUser || s.ClientID != "abc" || s.ClientSecret != "${LINEAR_SECRET}" || len(s.Scopes) != 2 {
 		t.Fatalf("parsed %+v", s)
 	}
+	if err := cfg.CheckVars("mcp.yaml", func(string) string { return "" }); err == nil ||
+		!strings.Contains(err.Error(), "servers[0] (linear): client_secret: variable LINEAR_SECRET is not set") {
+		t.Errorf("CheckVars: %v", err)
+	}
 	bad := `servers:
   - name: a
     url: https://a.example/mcp
