@@ -30,7 +30,8 @@ func LoadConfigChecked(path string, getenv func(string) string) (*Config, error)
 	return cfg, nil
 }
 
-// CheckVars reports every ${VAR} reference in the servers' env and headers
+// CheckVars reports every ${VAR} reference in the servers' env, headers and
+// client_secret
 // that getenv leaves unset or empty, or that is malformed. At connect time
 // such a server fails on its own; checked at start-up, all of them are
 // reported together with the rest of the configuration. Errors name the
@@ -51,6 +52,11 @@ func (c *Config) CheckVars(path string, getenv func(string) string) error {
 				if _, err := expandVars(field.m[k], getenv); err != nil {
 					errs = append(errs, fmt.Errorf("mcp config %s: %s (%s): %s: %s: %w", path, where, s.Name, field.name, k, err))
 				}
+			}
+		}
+		if s.ClientSecret != "" {
+			if _, err := expandVars(s.ClientSecret, getenv); err != nil {
+				errs = append(errs, fmt.Errorf("mcp config %s: %s (%s): client_secret: %w", path, where, s.Name, err))
 			}
 		}
 	}

@@ -157,11 +157,12 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 		}
 		args = input
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.mt.callTimeout())
+	// The call's clock stops while a person answers (Connect, elicitation).
+	ctx, cancel := withCallClock(ctx, t.mt.callTimeout())
 	defer cancel()
 	res, err := t.mt.call(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		if timedOut(ctx) {
 			return "", nil, fmt.Errorf("%s: timed out after %s", t.spec.Name, t.mt.callTimeout())
 		}
 		return "", nil, fmt.Errorf("%s: %w", t.spec.Name, err)

@@ -59,7 +59,10 @@ type config struct {
 	UpdatesPerMinute   int           `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"45"`
 	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
 
-	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// PublicURL is HTTP_ADDR's externally reachable base URL (one for all
+	// replicas): OAuth redirects to PUBLIC_URL/oauth/callback.
+	PublicURL string `env:"PUBLIC_URL"`
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
 
@@ -113,6 +116,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	case "", "openai", "anthropic":
 	default:
 		bad("LLM_PROVIDER must be openai or anthropic")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || !httpURL(c.PublicURL) || u.RawQuery != "" || u.Fragment != "" {
+			bad("PUBLIC_URL must be an http(s) base URL without query or fragment (https://bobbin.example.com)")
+		}
+		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	}
 	if c.LLMBaseURL != "" && !httpURL(c.LLMBaseURL) {
 		bad("LLM_BASE_URL must be an http(s) URL")

@@ -77,6 +77,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
 		Getenv:               getenv,
 		Logger:               log,
+		OAuth:                mcpOAuth(store, cfg.PublicURL, nil, cfg.ApprovalTimeout),
 	})
 	defer func() {
 		if err := mgr.Close(); err != nil {
@@ -118,10 +119,11 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 
-	// HTTP: health, readiness, metrics. /healthz answers while the bot
-	// authenticates (a slow Slack is no reason to restart the pod);
-	// /readyz stays unready until a socket is open.
-	srv := &http.Server{Handler: httpHandler(b, reg), ReadHeaderTimeout: 5 * time.Second}
+	// HTTP: health, readiness, metrics and the MCP OAuth callback.
+	// /healthz answers while the bot authenticates (a slow Slack is no
+	// reason to restart the pod); /readyz stays unready until a socket is
+	// open.
+	srv := &http.Server{Handler: httpHandler(b, reg, mgr.CallbackHandler(nil)), ReadHeaderTimeout: 5 * time.Second}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
 	defer func() {
@@ -153,9 +155,12 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 const readyTimeout = 2 * time.Second
 
 // httpHandler serves /healthz (the process is up), /readyz (socket
-// connected and Redis answering) and /metrics.
-func httpHandler(b *bot.Bot, reg *prometheus.Registry) http.Handler {
+// connected and Redis answering), /metrics and, for MCP OAuth, the
+// callback and client metadata document under /oauth/ (PUBLIC_URL points
+// here).
+func httpHandler(b *bot.Bot, reg *prometheus.Registry, oauth http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /oauth/", oauth)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
