@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/bobbinbot/bobbin/provider"
@@ -42,6 +43,20 @@ type Options struct {
 	// TurnOutputCap is the most bytes of tool output fed to the model in one
 	// turn (default 128 KiB).
 	TurnOutputCap int
+	// NoImages turns image and PDF input off (LLM_IMAGES=false): such parts
+	// reach the model as a short note.
+	NoImages bool
+	// ImageLimits bound images as sent; zero fields mean the provider
+	// package's defaults (see provider.PrepareImage).
+	ImageLimits provider.ImageLimits
+	// MaxRequestMedia and MaxRequestMediaBytes bound the images and PDFs
+	// of one request, newest first (defaults DefaultMaxRequestMedia and
+	// DefaultMaxRequestMediaBytes); older ones become notes.
+	MaxRequestMedia      int
+	MaxRequestMediaBytes int
+	// MediaCacheBytes bounds the process's cache of prepared images and
+	// PDFs (default DefaultMediaCacheBytes).
+	MediaCacheBytes int
 	// Counter counts tokens; nil means NewCounter(Model). Share one Counter
 	// per model across agents: it holds the tokenizer and a count cache.
 	Counter *Counter
@@ -72,6 +87,10 @@ type Agent struct {
 	counter *Counter
 	log     *slog.Logger
 	schemas *schemaCache
+
+	media     *mediaCache   // prepared images and PDFs, by file hash
+	prep      chan struct{} // bounds concurrent image decodes
+	mediaWarn sync.Once     // the endpoint-refused-media warning
 }
 
 // New returns an Agent that calls p. It never fails: if no tokenizer can be
@@ -87,6 +106,9 @@ func New(p provider.Provider, opts Options) *Agent {
 	opts.ApprovalTimeout = cmp.Or(opts.ApprovalTimeout, DefaultApprovalTimeout)
 	opts.OutputCap = cmp.Or(opts.OutputCap, DefaultOutputCap)
 	opts.TurnOutputCap = cmp.Or(opts.TurnOutputCap, DefaultTurnOutputCap)
+	opts.MaxRequestMedia = cmp.Or(opts.MaxRequestMedia, DefaultMaxRequestMedia)
+	opts.MaxRequestMediaBytes = cmp.Or(opts.MaxRequestMediaBytes, DefaultMaxRequestMediaBytes)
+	opts.MediaCacheBytes = cmp.Or(opts.MediaCacheBytes, DefaultMediaCacheBytes)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -99,8 +121,14 @@ func New(p provider.Provider, opts Options) *Agent {
 			log.Warn("agent: no tokenizer, estimating tokens from bytes", "model", opts.Model, "err", err)
 		}
 	}
-	return &Agent{p: p, opts: opts, counter: c, log: log, schemas: newSchemaCache()}
+	return &Agent{p: p, opts: opts, counter: c, log: log, schemas: newSchemaCache(),
+		media: newMediaCache(opts.MediaCacheBytes), prep: make(chan struct{}, prepareParallel)}
 }
+
+// ImagesEnabled reports whether images and PDFs reach the model
+// (LLM_IMAGES); when false the bot may skip downloading them and attach
+// notes instead.
+func (a *Agent) ImagesEnabled() bool { return !a.opts.NoImages }
 
 // Turn is the input of one Run.
 type Turn struct {
@@ -127,6 +155,11 @@ type Turn struct {
 	Approver Approver
 	// Observer receives progress; nil discards it.
 	Observer Observer
+	// Files loads the images and PDFs History refers to (by
+	// provider.FileRef) for this turn's requests, with this workspace's
+	// credentials; nil means only parts that carry Data are sent, the
+	// others become notes.
+	Files FileLoader
 	// Checkpoint is called with every completed step before the next one
 	// starts. An error ends the turn with that error (for example a stale
 	// fencing token): nothing more is appended. nil skips checkpoints.

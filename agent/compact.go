@@ -29,10 +29,12 @@ Drop greetings, repetition and anything superseded. Write in the language of the
 // summaryHeader starts the summary message that replaces older history.
 const summaryHeader = "Summary of the earlier conversation (older messages were replaced by this summary):\n\n"
 
-// Summary request limits.
+// Summary request limits. The summary's output cap is the turn's
+// (Options.MaxTokens, zero = the provider's default): a reasoning model
+// spends part of it thinking, and a fixed cap sent where the operator set
+// none is what the issue of max_tokens on o-series models was about.
 const (
-	summaryMaxTokens   = 4096
-	summaryToolResult  = 2000 // bytes of one tool result shown to the summarizer
+	summaryToolResult  = 2000 // bytes of one tool result or text file shown to the summarizer
 	summaryInputShare  = 2    // the transcript gets at most 1/2 of the window
 	summaryBytesPerTok = 3    // conservative bytes per token for that cut
 )
@@ -92,10 +94,6 @@ func (r *run) compact(ctx context.Context) error {
 // summarize asks the provider for a summary of msgs, consuming the stream
 // without showing it.
 func (r *run) summarize(ctx context.Context, msgs []provider.Message) (string, error) {
-	maxTok := summaryMaxTokens
-	if r.a.opts.MaxTokens > 0 {
-		maxTok = min(maxTok, r.a.opts.MaxTokens)
-	}
 	req := provider.Request{
 		Model: r.a.opts.Model,
 		Messages: []provider.Message{
@@ -103,7 +101,7 @@ func (r *run) summarize(ctx context.Context, msgs []provider.Message) (string, e
 			{Role: provider.RoleUser, Content: renderTranscript(msgs, r.a.opts.ContextWindow/summaryInputShare*summaryBytesPerTok) +
 				"\n\nWrite the notes for the conversation above."},
 		},
-		MaxTokens: maxTok,
+		MaxTokens: r.a.opts.MaxTokens,
 	}
 	var text strings.Builder
 	var final string
@@ -205,6 +203,17 @@ func renderMessage(m provider.Message) string {
 		fmt.Fprintf(&b, "[tool %s %s]\n%s", m.ToolName, kind, truncate(m.Content, summaryToolResult))
 	default:
 		b.WriteString("[" + string(m.Role) + "]\n" + m.Content)
+	}
+	// Images and PDFs are not sent to the summarizer: a note names them,
+	// and the summary keeps what was said about them.
+	for _, p := range m.Parts {
+		switch p.Type {
+		case provider.PartTextFile:
+			p.Text = truncate(p.Text, summaryToolResult)
+		case provider.PartImage, provider.PartDocument:
+			p = p.AsNote("shared here; not shown to the summarizer")
+		}
+		b.WriteString("\n" + p.AsText())
 	}
 	return b.String()
 }

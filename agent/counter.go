@@ -79,6 +79,8 @@ type Counter struct {
 	encoding string
 	enc      *tiktoken.Tiktoken // nil: estimate from bytes
 	seed     maphash.Seed
+	// claude selects Anthropic's image formula over OpenAI's.
+	claude bool
 
 	mu    sync.Mutex
 	lru   *list.List // of *countEntry, most recent first
@@ -98,7 +100,9 @@ func NewCounter(model string) (*Counter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCounter(name, enc), nil
+	c := newCounter(name, enc)
+	c.claude = strings.Contains(strings.ToLower(model), "claude")
+	return c, nil
 }
 
 func newCounter(name string, enc *tiktoken.Tiktoken) *Counter {
@@ -202,6 +206,9 @@ func countMessage(c *Counter, m provider.Message) int {
 	if m.ToolCallID != "" {
 		n += c.Count(m.ToolCallID)
 	}
+	for _, p := range m.Parts {
+		n += c.countPart(p)
+	}
 	return n
 }
 
@@ -221,6 +228,18 @@ func (c *Counter) hashMessage(m provider.Message) uint64 {
 		field(tc.ID)
 		field(tc.Name)
 		field(tc.Arguments)
+	}
+	for _, p := range m.Parts {
+		field(string(p.Type))
+		field(p.Text)
+		if f := p.File; f != nil {
+			field(f.ID)
+			field(f.Name)
+			field(f.MimeType)
+			field(f.SHA256)
+			field(f.Source)
+			field(fmt.Sprint(f.Size, f.Width, f.Height, f.Pages))
+		}
 	}
 	return h.Sum64()
 }

@@ -23,6 +23,21 @@
 // byte and providers' prompt caches hit. Compaction is the only planned
 // prefix break.
 //
+// # Files
+//
+// User messages may carry content parts (provider.Part): images, PDFs,
+// inlined text files and notes. Transcripts keep images and PDFs as
+// references; for each request the agent fills in their bytes from
+// Turn.Files (a FileLoader), checks them against the stored hash, prepares
+// images (provider.PrepareImage) and keeps the result for the turn and in
+// a bounded process-wide cache, so every step sends the same bytes. What
+// cannot be sent (Options.NoImages, a failed load, over the request's
+// limits, an endpoint that refused media) becomes a note naming the file.
+// An endpoint's refusal of media (provider.ErrMediaUnsupported) is retried
+// once with notes. Parts are counted by the providers' formulas (images
+// by size, PDFs by pages), and compaction summarizes them as notes. A tool
+// that implements PartsTool may return images too.
+//
 // # Interrupted turns
 //
 // When ctx ends, Run stops the stream or the tools, records the partial

@@ -43,6 +43,10 @@ type run struct {
 	seen       map[string]int // loop guard: tool + canonical arguments
 	outputUsed int            // tool output bytes fed to the model this turn
 	res        Result
+
+	mediaMu      sync.Mutex       // guards memo (loads run in parallel)
+	memo         map[string]media // this turn's media, by mediaKey
+	mediaRefused bool             // the endpoint refused media this turn
 }
 
 func newRun(a *Agent, t Turn) *run {
@@ -53,6 +57,7 @@ func newRun(a *Agent, t Turn) *run {
 		hints:  map[string]Hints{},
 		grants: map[string]bool{},
 		seen:   map[string]int{},
+		memo:   map[string]media{},
 	}
 	if r.obs == nil {
 		r.obs = discard{}
@@ -129,6 +134,13 @@ func (r *run) loop(ctx context.Context) error {
 		}
 
 		s, err := r.step(ctx)
+		if err != nil && ctx.Err() == nil && errors.Is(err, provider.ErrMediaUnsupported) && s.empty() && !r.mediaRefused {
+			// The endpoint takes no images or PDFs: retry once with notes
+			// in their place, and send none for the rest of the turn.
+			r.mediaRefused = true
+			r.a.warnMediaRefused(err)
+			s, err = r.step(ctx)
+		}
 		if err != nil && ctx.Err() == nil && errors.Is(err, provider.ErrContextLength) && s.empty() {
 			// The estimate was off: compact and retry once.
 			r.a.log.Info("agent: context length exceeded; compacting and retrying")
@@ -324,14 +336,16 @@ func (s *streamed) partial() *provider.Message {
 }
 
 // request builds the next model request. Its prefix (model, sorted tools,
-// system prompt, earlier history) is byte-identical to the previous
-// request's, so prompt caches hit.
-func (r *run) request(history []provider.Message) provider.Request {
+// system prompt, earlier history, the same image bytes) is byte-identical
+// to the previous request's, so prompt caches hit. Images and PDFs get
+// their bytes here (see withMedia).
+func (r *run) request(ctx context.Context, history []provider.Message) provider.Request {
 	msgs := make([]provider.Message, 0, len(history)+1)
 	if r.t.System != "" {
 		msgs = append(msgs, provider.Message{Role: provider.RoleSystem, Content: r.t.System})
 	}
 	msgs = append(msgs, history...)
+	msgs = r.withMedia(ctx, msgs)
 	return provider.Request{Model: r.a.opts.Model, Messages: msgs, Tools: r.toolList, MaxTokens: r.a.opts.MaxTokens}
 }
 
@@ -342,7 +356,7 @@ func (r *run) step(ctx context.Context) (*streamed, error) {
 	s := &streamed{}
 	var calls []provider.ToolCall
 	var done, thinking bool
-	for ev, err := range r.a.p.Stream(ctx, r.request(r.history)) {
+	for ev, err := range r.a.p.Stream(ctx, r.request(ctx, r.history)) {
 		if err != nil {
 			return s, err
 		}

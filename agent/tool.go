@@ -15,6 +15,19 @@ type Tool interface {
 	Call(ctx context.Context, input json.RawMessage) (string, error)
 }
 
+// PartsTool is a Tool whose results may carry images besides text (an MCP
+// tool returning image content). The agent calls CallParts instead of Call
+// when a tool has it; image parts need only Type provider.PartImage and
+// Data (the agent sniffs, checks and prepares them). The model sees them as
+// images where the provider takes images in tool results (Anthropic), else
+// as a note. Their bytes live for the turn only: transcripts keep a note.
+// A wrapper around a Tool (auditing, say) must implement CallParts too, or
+// the images are lost.
+type PartsTool interface {
+	Tool
+	CallParts(ctx context.Context, input json.RawMessage) (string, []provider.Part, error)
+}
+
 // Hints describe a tool for the permission policy and the approval prompt.
 // They come from an untrusted server unless Trusted is set.
 type Hints struct {

@@ -170,6 +170,7 @@ func (r *run) runTools(ctx context.Context, calls []provider.ToolCall) []provide
 
 type callOutcome struct {
 	out   string
+	parts []provider.Part
 	err   error
 	panic any
 	stack []byte
@@ -188,6 +189,11 @@ func (r *run) call(ctx context.Context, p *plan) {
 				ch <- callOutcome{panic: v, stack: debug.Stack()}
 			}
 		}()
+		if pt, ok := p.tool.(PartsTool); ok {
+			out, parts, err := pt.CallParts(cctx, p.args)
+			ch <- callOutcome{out: out, parts: parts, err: err}
+			return
+		}
 		out, err := p.tool.Call(cctx, p.args)
 		ch <- callOutcome{out: out, err: err}
 	}()
@@ -224,6 +230,9 @@ func (r *run) call(ctx context.Context, p *plan) {
 		}
 	default:
 		res.Content = o.out
+		if len(o.parts) > 0 {
+			res.Parts = r.toolParts(ctx, p.call.Name, o.parts)
+		}
 	}
 	p.res = res
 	reason := p.reason

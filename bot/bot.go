@@ -140,7 +140,9 @@ type Bot struct {
 
 	sockets  atomic.Int32
 	draining atomic.Bool
-	cool     cooldown // socket back-off after too_many_websockets
+	cool     cooldown     // socket back-off after too_many_websockets
+	authed   atomic.Bool  // Authenticate succeeded
+	health   socketHealth // why no socket is open (startup.go)
 
 	// workers tracks thread workers (they outlive a socket connection).
 	workers sync.WaitGroup
@@ -235,6 +237,9 @@ func (b *Bot) Ready(ctx context.Context) error {
 		return errors.New("shutting down")
 	}
 	if b.sockets.Load() < 1 {
+		if why := b.health.why(); why != "" {
+			return errors.New("no socket-mode connection: " + why)
+		}
 		return errors.New("no socket-mode connection")
 	}
 	if err := b.store.Ping(ctx); err != nil {
@@ -246,14 +251,11 @@ func (b *Bot) Ready(ctx context.Context) error {
 // Run serves until ctx ends, then shuts down: it stops reading envelopes,
 // gives running turns ShutdownGrace to finish (cancelling them halfway
 // through so they checkpoint) and returns. It fails early only if Slack
-// refuses the bot token.
+// refuses a token (Authenticate, unless the caller ran it already).
 func (b *Bot) Run(ctx context.Context) error {
-	id, err := b.api.AuthTestContext(ctx)
-	if err != nil {
-		return fmt.Errorf("bot: auth.test: %w", err)
+	if err := b.Authenticate(ctx); err != nil {
+		return err
 	}
-	b.botUserID, b.botID, b.teamID = id.UserID, id.BotID, id.TeamID
-	b.log.Info("bot: authenticated", "team", id.TeamID, "bot_user", id.UserID, "replica", b.opts.ReplicaID)
 
 	// Turns run under their own context so shutdown can let them finish.
 	turnCtx, cancelTurns := context.WithCancelCause(context.WithoutCancel(ctx))

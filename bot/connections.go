@@ -83,7 +83,7 @@ func (b *Bot) socketDialer(stop func()) *websocket.Dialer {
 		once.Do(func() {
 			b.cool.start()
 			b.log.Warn("bot: Slack refused the socket: too_many_websockets; backing off",
-				"cooldown", tooManyCooldown.String(), "hint", "replicas × SOCKET_CONNECTIONS + deploy surge must stay ≤ 10")
+				"cooldown", tooManyCooldown.String(), "hint", "(replicas + rolling-update surge) × SOCKET_CONNECTIONS must stay ≤ 10")
 			stop()
 		})
 	}
@@ -97,7 +97,7 @@ func (b *Bot) socketDialer(stop func()) *websocket.Dialer {
 			if err != nil {
 				return nil, err
 			}
-			return &sniffConn{Conn: c, onTooMany: seen}, nil
+			return &sniffConn{Conn: c, onTooMany: seen, onLinkDisabled: b.linkDisabled}, nil
 		},
 	}
 	// For wss the frames are readable only above TLS: do the handshake
@@ -115,18 +115,25 @@ func (b *Bot) socketDialer(stop func()) *websocket.Dialer {
 			if err != nil {
 				return nil, err
 			}
-			return &sniffConn{Conn: c, onTooMany: seen}, nil
+			return &sniffConn{Conn: c, onTooMany: seen, onLinkDisabled: b.linkDisabled}, nil
 		}
 	}
 	return d
 }
 
-// sniffConn reports the too_many_websockets marker in what it reads. It
-// keeps the tail of each read so a marker split across reads is found.
+// linkDisabledMarker is the disconnect reason Slack sends when Socket Mode
+// is turned off; slack-go does not report it either.
+var linkDisabledMarker = []byte(`"link_disabled"`)
+
+// sniffConn reports the too_many_websockets and link_disabled markers in
+// what it reads. It keeps the tail of each read so a marker split across
+// reads is found (a short marker may then be reported twice: the callbacks
+// are idempotent).
 type sniffConn struct {
 	net.Conn
-	onTooMany func()
-	carry     []byte
+	onTooMany      func()
+	onLinkDisabled func() // nil: not watched
+	carry          []byte
 }
 
 func (c *sniffConn) Read(p []byte) (int, error) {
@@ -136,7 +143,10 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 		if bytes.Contains(buf, tooManyMarker) {
 			c.onTooMany()
 		}
-		keep := min(len(buf), len(tooManyMarker)-1)
+		if c.onLinkDisabled != nil && bytes.Contains(buf, linkDisabledMarker) {
+			c.onLinkDisabled()
+		}
+		keep := min(len(buf), max(len(tooManyMarker), len(linkDisabledMarker))-1)
 		c.carry = append(c.carry[:0], buf[len(buf)-keep:]...)
 	}
 	return n, err

@@ -35,10 +35,17 @@ type innerEvent struct {
 	ChannelType string `json:"channel_type"`
 	Team        string `json:"team"`
 
+	EventTS string `json:"event_ts"`
+
 	AssistantThread *struct {
 		UserID    string `json:"user_id"`
 		ChannelID string `json:"channel_id"`
 		ThreadTS  string `json:"thread_ts"`
+		Context   struct {
+			ChannelID    string `json:"channel_id"`
+			TeamID       string `json:"team_id"`
+			EnterpriseID string `json:"enterprise_id"`
+		} `json:"context"`
 	} `json:"assistant_thread"`
 }
 
@@ -48,6 +55,9 @@ const (
 	kindReply     = "reply"
 	kindDM        = "dm"
 	kindAssistant = "assistant_started"
+	// kindPaneMoved is assistant_thread_context_changed: the person looks
+	// at another channel. It records the pane context, nothing more.
+	kindPaneMoved = "assistant_context_changed"
 )
 
 // inbound is one person's message bound for a thread's session. It is the
@@ -65,6 +75,8 @@ type inbound struct {
 	// NotBefore delays the turn when the person was over their rate.
 	NotBefore time.Time `json:"not_before,omitzero"`
 	Received  time.Time `json:"received"`
+	// Pane is what an assistant event says the person is viewing.
+	Pane *session.PaneContext `json:"pane,omitempty"`
 }
 
 func (m inbound) key() session.ThreadKey {
@@ -96,12 +108,20 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 		m.ThreadTS = ev.TS
 	}
 	switch ev.Type {
-	case "assistant_thread_started":
-		if ev.AssistantThread == nil || ev.AssistantThread.ChannelID == "" || ev.AssistantThread.ThreadTS == "" {
+	case "assistant_thread_started", "assistant_thread_context_changed":
+		at := ev.AssistantThread
+		if at == nil || at.ChannelID == "" || at.ThreadTS == "" {
 			return m, false, false, nil
 		}
 		m.Kind = kindAssistant
-		m.Channel, m.ThreadTS, m.User, m.TS = ev.AssistantThread.ChannelID, ev.AssistantThread.ThreadTS, ev.AssistantThread.UserID, ""
+		if ev.Type == "assistant_thread_context_changed" {
+			m.Kind = kindPaneMoved
+		}
+		m.Channel, m.ThreadTS, m.User, m.TS = at.ChannelID, at.ThreadTS, at.UserID, ""
+		if at.Context.ChannelID != "" {
+			m.Pane = &session.PaneContext{ChannelID: at.Context.ChannelID, TeamID: at.Context.TeamID,
+				EnterpriseID: at.Context.EnterpriseID, EventTS: ev.EventTS}
+		}
 		return m, false, team != "", nil
 	case "app_mention":
 		if !b.fromPerson(ev) || ev.Channel == "" || ev.TS == "" {
@@ -180,16 +200,22 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 	}
 	m.Received = b.opts.Now()
 	log := b.log.With(threadAttrs(m.Team, m.Channel, m.ThreadTS)...)
-	if m.Kind == kindAssistant {
+	if m.Kind == kindAssistant || m.Kind == kindPaneMoved {
+		// The pane context first: recording it again is harmless, losing
+		// it after the event was admitted is not.
+		if !b.recordPane(ctx, m) {
+			return false, nil
+		}
 		first, err := b.store.Admit(ctx, m.Team, m.EventID, "", "")
 		if err != nil {
 			log.Warn("bot: cannot record event; not acking", "err", err)
 			return false, nil
 		}
-		if first {
-			after = func(ctx context.Context) { b.suggestPrompts(ctx, m) }
-		} else {
+		switch {
+		case !first:
 			b.m.Deduped.Inc()
+		case m.Kind == kindAssistant:
+			after = func(ctx context.Context) { b.suggestPrompts(ctx, m) }
 		}
 		return true, after
 	}
@@ -260,27 +286,6 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 	}
 	b.startWorker(turnCtx, m.key())
 	return true, after
-}
-
-// suggestPrompts answers assistant_thread_started with suggested prompts.
-func (b *Bot) suggestPrompts(ctx context.Context, m inbound) {
-	c := slackCall{team: m.Team, method: "assistant.threads.setSuggestedPrompts", prio: prioLossy,
-		merge: m.Channel + ":" + m.ThreadTS, wait: 5 * time.Second}
-	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
-		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
-			ChannelID: m.Channel,
-			ThreadTS:  m.ThreadTS,
-			Title:     "Try asking",
-			Prompts: []slack.AssistantThreadsPrompt{
-				{Title: "What can you do?", Message: "What can you do, and which tools do you have here?"},
-				{Title: "Explain something", Message: "Explain how socket mode works in Slack apps."},
-				{Title: "Draft a message", Message: "Help me draft a short announcement for my team."},
-			},
-		})
-	})
-	if err != nil {
-		b.log.Debug("bot: suggested prompts failed", "err", err)
-	}
 }
 
 // ephemeral tells the person something only they see (a notice:

@@ -35,7 +35,10 @@ func (b *Bot) superviseSocket(ctx, turnCtx context.Context, n int) {
 		if time.Since(start) > time.Minute {
 			backoff = time.Second
 		}
-		b.log.Warn("bot: socket-mode client stopped; reconnecting", "conn", n, "err", err, "backoff", backoff)
+		b.socketFailed(n, err)
+		if tokenRejection(appTokenVar, err) == nil {
+			b.log.Warn("bot: socket-mode client stopped; reconnecting", "conn", n, "err", err, "backoff", backoff)
+		}
 		if !sleepCtx(ctx, backoff) {
 			return
 		}
@@ -81,16 +84,21 @@ func (b *Bot) runSocket(ctx, turnCtx context.Context, n int) error {
 			switch evt.Type {
 			case socketmode.EventTypeConnected, socketmode.EventTypeHello:
 				setConnected(true)
+				b.health.ok()
 				if evt.Request != nil && evt.Type == socketmode.EventTypeHello {
 					b.log.Debug("bot: socket hello", "conn", n, "num_connections", evt.Request.NumConnections)
 				}
 			case socketmode.EventTypeConnecting, socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError,
 				socketmode.EventTypeErrorWriteFailed, socketmode.EventTypeDisconnect:
 				setConnected(false)
+				if ce, ok := evt.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
+					b.socketFailed(n, ce.ErrorObj)
+				}
 				b.log.Debug("bot: socket state", "conn", n, "state", string(evt.Type))
 			case socketmode.EventTypeInvalidAuth:
+				// RunContext returns the error next; superviseSocket
+				// reports it.
 				setConnected(false)
-				b.log.Error("bot: socket mode: invalid app token")
 			case socketmode.EventTypeErrorBadMessage:
 				b.badMessage(sctx, client, evt)
 			case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:

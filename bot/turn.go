@@ -174,6 +174,9 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 			Meta:     map[string]string{"ts": m.TS},
 		})
 	}
+	if note := b.paneNote(ctx, k, &meta); note != "" {
+		userMsgs[0].Content = note + "\n\n" + userMsgs[0].Content // assistant.go
+	}
 	meta.TurnID = newID()
 	meta.RequesterID = last.User
 	meta.TriggerTS = last.TS

@@ -52,6 +52,22 @@ type ServerConfig struct {
 	Transport string `yaml:"transport"`
 	// Timeout bounds each tool call; zero means Options.CallTimeout.
 	Timeout time.Duration `yaml:"timeout"`
+	// Auth is "none" (static headers; the default), "workspace" (an admin
+	// connects once with OAuth, every call uses that connection) or "user"
+	// (each person connects their own account).
+	Auth string `yaml:"auth"`
+	// ClientID and ClientSecret name a client pre-registered with the
+	// server's authorization server (else Bobbin uses a Client ID Metadata
+	// Document or dynamic registration); ClientSecret may reference
+	// ${VARS}. Scopes overrides the scopes Bobbin asks for (a server's
+	// WWW-Authenticate scope still wins).
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret"`
+	Scopes       []string `yaml:"scopes"`
+	// ClientIssuer is the authorization server client_id was registered
+	// with; when the server moves to another one, Bobbin says so instead of
+	// presenting the client there (SEP-2352).
+	ClientIssuer string `yaml:"client_issuer"`
 }
 
 const (
@@ -66,9 +82,10 @@ var (
 )
 
 // LoadConfig reads and validates the YAML file at path. Unknown fields are
-// errors; every problem is reported, each naming the file, the server and the
-// field. ${VAR} references are kept as written: they are expanded when a
-// server is connected, with Options.Getenv.
+// errors; every problem is reported, each naming the file, the server (or the
+// line) and the field. ${VAR} references are kept as written: they are
+// expanded when a server is connected, with Options.Getenv (CheckVars finds
+// the unset ones up front).
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -78,16 +95,33 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 func parseConfig(path string, data []byte) (*Config, error) {
+	cfg, errs := decodeConfig(path, data)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// decodeConfig decodes and validates a config file, returning what could
+// be decoded (nil after a syntax error) and every problem found.
+func decodeConfig(path string, data []byte) (*Config, []error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	var errs []error
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("mcp config %s: %w", path, err)
+		// Unknown fields and wrong kinds leave the rest decoded: report
+		// them with what validate finds. A syntax error leaves nothing.
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, []error{fmt.Errorf("mcp config %s: %w", path, err)}
+		}
+		errs = decodeProblems(path, te)
 	}
 	if err := cfg.validate(path); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
-	return &cfg, nil
+	return &cfg, errs
 }
 
 func (c *Config) validate(path string) error {
@@ -181,6 +215,27 @@ func (s *ServerConfig) validate(path, where string) []error {
 	case "", transportStreamable, transportSSE:
 	default:
 		bad("transport", "must be empty, %q or %q, got %q", transportStreamable, transportSSE, s.Transport)
+	}
+	if !validAuthMode(s.Auth) {
+		bad("auth", "must be %q, %q or %q, got %q", AuthNone, AuthWorkspace, AuthUser, s.Auth)
+	}
+	oauth := s.Auth == AuthWorkspace || s.Auth == AuthUser
+	if oauth && len(s.Command) > 0 {
+		bad("auth", "OAuth applies to url servers only (stdio servers take credentials from env)")
+	}
+	if oauth && s.Transport == transportSSE {
+		bad("auth", "OAuth needs the streamable HTTP transport, not sse")
+	}
+	if !oauth && (s.ClientID != "" || s.ClientSecret != "" || s.ClientIssuer != "" || len(s.Scopes) > 0) {
+		bad("client_id", "client_id, client_secret and scopes need auth: workspace or user")
+	}
+	if (s.ClientSecret != "" || s.ClientIssuer != "") && s.ClientID == "" {
+		bad("client_secret", "client_secret and client_issuer need client_id")
+	}
+	for _, sc := range s.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"") {
+			bad("scopes", "invalid scope %q", sc)
+		}
 	}
 	if s.Timeout < 0 {
 		bad("timeout", "must not be negative")

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,6 +36,8 @@ type conn struct {
 	proc      *proc    // stdio only
 	http      *httpEnv // HTTP only
 	cancel    context.CancelFunc
+	mt        *mount // set once connected (elicitation attribution)
+	calls     callSet
 	closeOnce sync.Once
 	closing   chan struct{}
 	dead      chan struct{} // closed when the session has ended
@@ -89,13 +92,24 @@ type dialParams struct {
 	// era and transport remembered from the last successful connect.
 	era, transport string
 	onToolsChanged func()
+	// oauth authorizes HTTP requests (OAuth servers only).
+	oauth auth.OAuthHandler
+	// elicit answers elicitation requests (nil: the capability is not
+	// declared).
+	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 }
 
 func (p *dialParams) client() *mcp.Client {
+	// Explicit capabilities: nil would advertise roots.listChanged, which we
+	// do not implement (server-filesystem would call roots/list).
+	caps := &mcp.ClientCapabilities{}
+	if p.elicit != nil {
+		// Both modes declared explicitly: go-sdk would declare form only.
+		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+	}
 	return mcp.NewClient(&mcp.Implementation{Name: "bobbin", Version: "0.1"}, &mcp.ClientOptions{
-		// Explicit empty capabilities: nil would advertise roots.listChanged,
-		// which we do not implement (server-filesystem would call roots/list).
-		Capabilities: &mcp.ClientCapabilities{},
+		Capabilities:       caps,
+		ElicitationHandler: p.elicit,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			if p.onToolsChanged != nil {
 				p.onToolsChanged()
@@ -108,7 +122,10 @@ func (p *dialParams) client() *mcp.Client {
 // the session (legacy SSE ties its stream to the Connect context), but gives
 // up after bound or when ctx ends. go-sdk's probe has no timeout of its own.
 func boundedConnect(ctx context.Context, client *mcp.Client, t mcp.Transport, opts *mcp.ClientSessionOptions, bound time.Duration) (*mcp.ClientSession, context.CancelFunc, error) {
-	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The session outlives this request: it must not carry the requester
+	// (or call clock) of whoever happened to cause the connect, or a later
+	// server request on the connection could be attributed to them.
+	life, cancel := context.WithCancel(detached{context.WithoutCancel(ctx)})
 	var timedOut bool
 	var mu sync.Mutex
 	timer := time.AfterFunc(bound, func() {
@@ -229,7 +246,8 @@ func dialHTTP(ctx context.Context, p *dialParams) (*conn, error) {
 		if kind == transportSSE {
 			t = &mcp.SSEClientTransport{Endpoint: p.cfg.URL, HTTPClient: env.client, MaxEventSize: p.maxMessage}
 		} else {
-			t = &mcp.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: env.client, MaxRetries: 2, MaxEventSize: p.maxMessage}
+			t = &mcp.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: env.client, MaxRetries: 2, MaxEventSize: p.maxMessage,
+				OAuthHandler: p.oauth}
 		}
 		cs, cancel, err := boundedConnect(ctx, p.client(), t, opts, p.probeTimeout)
 		if err != nil {
@@ -239,7 +257,8 @@ func dialHTTP(ctx context.Context, p *dialParams) (*conn, error) {
 		return &conn{cs: cs, era: cs.InitializeResult().ProtocolVersion, transport: kind,
 			http: env, cancel: cancel, closing: make(chan struct{}), dead: make(chan struct{})}, env, nil
 	}
-	if p.cfg.Transport == transportSSE || p.transport == transportSSE {
+	// go-sdk's SSE transport has no OAuth: OAuth servers are streamable only.
+	if p.oauth == nil && (p.cfg.Transport == transportSSE || p.transport == transportSSE) {
 		c, _, err := attempt(transportSSE, legacyOnly)
 		if err == nil || p.cfg.Transport == transportSSE {
 			return c, err
@@ -261,7 +280,7 @@ func dialHTTP(ctx context.Context, p *dialParams) (*conn, error) {
 			env, err = env2, err2
 		}
 	}
-	if p.cfg.Transport == "" && env != nil && env.sawStatus(400, 404, 405) {
+	if p.oauth == nil && p.cfg.Transport == "" && env != nil && env.sawStatus(400, 404, 405) {
 		c, _, err2 := attempt(transportSSE, legacyOnly)
 		if err2 == nil {
 			return c, nil
@@ -269,4 +288,16 @@ func dialHTTP(ctx context.Context, p *dialParams) (*conn, error) {
 		return nil, fmt.Errorf("streamable HTTP: %v; legacy SSE: %w", err, err2)
 	}
 	return nil, err
+}
+
+// detached hides the per-call values of a context (requester, call clock)
+// from what is derived from it.
+type detached struct{ context.Context }
+
+func (d detached) Value(key any) any {
+	switch key.(type) {
+	case requesterKey, clockKey:
+		return nil
+	}
+	return d.Context.Value(key)
 }

@@ -5,6 +5,14 @@
 // (2026-07-28 stateless, else 2025-11-25 initialize), supervises stdio
 // children, pins tool definitions by hash and adapts MCP tools to agent.Tool.
 //
+// HTTP servers may use OAuth (auth workspace or user, oauth*.go): the flow
+// is split at the redirect so any replica can complete a callback, tokens
+// and pending authorizations live behind small storage interfaces that
+// cmd/bot satisfies with the session store, and a person is asked to
+// connect through the ConnectPrompter seam. Servers may ask the person
+// behind a call for input (elicitation, elicit*.go) through the Elicitor
+// seam; WithRequester tells a call who asked.
+//
 // Trust boundaries: servers from the operator's file are trusted to point
 // anywhere (a sidecar on localhost is common) and may use ${VARS} of the
 // bot's environment; registered servers are HTTPS only, SSRF-checked at
@@ -14,5 +22,7 @@
 //
 // It is the only importer of github.com/modelcontextprotocol/go-sdk. It may
 // import agent and provider; it must never import bot, session, slack-go or
-// go-redis (cmd/bot adapts the session store to RegistrationStore/PinStore).
+// go-redis (cmd/bot adapts the session store to RegistrationStore/PinStore
+// and hands it over as TokenStore, StateStore, RefreshLocker and
+// ConnectWaker).
 package mcp

@@ -30,6 +30,11 @@ type Registered struct {
 	Name    string
 	URL     string
 	Headers map[string]string
+	// Auth is AuthNone (or ""), AuthWorkspace or AuthUser.
+	Auth string
+	// CreatedBy is the admin who registered it: a user server's tools are
+	// listed through their connection.
+	CreatedBy string
 }
 
 // Options configures a Manager. Zero values mean the defaults in brackets.
@@ -60,6 +65,10 @@ type Options struct {
 	RegistrationTTL time.Duration
 	// Resolver resolves registered servers' host names [the system resolver].
 	Resolver Resolver
+	// OAuth wires OAuth servers (zero: OAuth servers are refused).
+	OAuth OAuthOptions
+	// Elicitor answers servers' questions to people (nil: declined).
+	Elicitor Elicitor
 }
 
 // Server states reported by Status.
@@ -90,13 +99,19 @@ type ServerStatus struct {
 	// Flagged lists tools the poisoning scanner flagged.
 	Flagged  []string
 	Restarts int
+	// Auth is AuthWorkspace or AuthUser for OAuth servers, "" otherwise;
+	// OAuth is then the connection of the workspace or of the person
+	// asking (StatusFor).
+	Auth  string
+	OAuth *OAuthStatus
 }
 
 // Manager owns every workspace's MCP mounts. It is safe for concurrent use.
 type Manager struct {
-	opts Options
-	log  *slog.Logger
-	pins PinStore
+	opts  Options
+	log   *slog.Logger
+	pins  PinStore
+	oauth *oauthCore
 
 	mu     sync.Mutex
 	teams  map[string]*workspace
@@ -130,6 +145,7 @@ func NewManager(opts Options) *Manager {
 	if m.pins == nil {
 		m.pins = &memPins{}
 	}
+	m.oauth = newOAuthCore(opts.OAuth, m.log)
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -157,19 +173,25 @@ func (m *Manager) reap() {
 
 func (m *Manager) allMounts() []*mount {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []*mount
 	for _, ws := range m.teams {
 		for _, mt := range ws.mounts {
 			out = append(out, mt)
 		}
 	}
+	m.mu.Unlock()
+	// Per-person mounts of user servers (their locks are taken after m.mu
+	// is released, never inside it).
+	for _, mt := range slices.Clone(out) {
+		out = append(out, mt.subMounts()...)
+	}
 	return out
 }
 
 type desired struct {
-	cfg    ServerConfig
-	source string
+	cfg       ServerConfig
+	source    string
+	registrar string
 }
 
 // mounts reconciles the team's mounts with the config and the registrations
@@ -179,11 +201,11 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 	names := map[string]bool{}
 	if c := m.opts.Config; c != nil {
 		for _, s := range c.Servers {
-			want = append(want, desired{s, sourceConfig})
+			want = append(want, desired{cfg: s, source: sourceConfig})
 			names[s.Name] = true
 		}
 		for _, s := range c.Workspaces[team].Servers {
-			want = append(want, desired{s, sourceConfig})
+			want = append(want, desired{cfg: s, source: sourceConfig})
 			names[s.Name] = true
 		}
 	}
@@ -194,7 +216,11 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 			continue
 		}
 		names[r.Name] = true
-		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers}, sourceRegistered})
+		auth := r.Auth
+		if auth == AuthNone {
+			auth = ""
+		}
+		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers, Auth: auth}, sourceRegistered, r.CreatedBy})
 	}
 
 	m.mu.Lock()
@@ -214,6 +240,7 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 				stale = append(stale, mt)
 			}
 			mt = newMount(m, team, d.cfg, d.source, key)
+			mt.registrar = d.registrar
 		}
 		next[d.cfg.Name] = mt
 		out = append(out, mt)
@@ -270,7 +297,8 @@ func fingerprint(d desired) string {
 	b, _ := json.Marshal(struct {
 		C ServerConfig
 		S string
-	}{d.cfg, d.source})
+		R string
+	}{d.cfg, d.source, d.registrar})
 	return string(b)
 }
 
@@ -346,8 +374,16 @@ func exposeAll(mts []*mount) []exposure {
 }
 
 // Status reports every server mounted in the workspace, connecting lazily
-// first so the answer is current.
+// first so the answer is current; OAuth connection states are those of the
+// requester in ctx (WithRequester), if any.
 func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
+	r, _ := RequesterFrom(ctx)
+	return m.StatusFor(ctx, team, r.User)
+}
+
+// StatusFor is Status with the OAuth connection states of user (for
+// user-mode servers; workspace-mode servers report the workspace's).
+func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStatus {
 	mts, err := m.mounts(ctx, team)
 	if err != nil {
 		return nil
@@ -385,6 +421,10 @@ func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
 			}
 		}
 		mt.mu.Unlock()
+		if mt.isOAuth() {
+			o := m.oauthStatus(ctx, mt, user)
+			st.Auth, st.OAuth = mt.authMode(), &o
+		}
 		out = append(out, st)
 	}
 	return out
@@ -477,6 +517,9 @@ func (m *Manager) Probe(ctx context.Context, name, url string, headers map[strin
 		allowPrivate: m.opts.AllowPrivateNetworks, resolve: m.opts.Resolver,
 		probeTimeout: m.opts.ProbeTimeout, maxMessage: m.opts.MaxMessageBytes})
 	if err != nil {
+		if perr := m.ProbeAuth(ctx, name, url); perr != nil {
+			return nil, perr
+		}
 		return nil, fmt.Errorf("mcp: connecting to %s: %w", name, err)
 	}
 	defer c.close()

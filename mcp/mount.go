@@ -29,6 +29,12 @@ type mount struct {
 	cfg    ServerConfig
 	source string
 	key    string
+	// registrar is the admin who registered the server (registered only).
+	registrar string
+	// parent is set on the per-person mount of a user server; users holds
+	// those mounts (OAuth user mode).
+	parent *mount
+	users  map[string]*mount
 
 	// dialSem serializes connecting and listing; a channel so waiting
 	// respects ctx.
@@ -49,6 +55,9 @@ type mount struct {
 	ttl       time.Duration // <0: until a list-changed notification
 	stale     bool
 	closed    bool
+	// principal is whose OAuth connection conn uses ("" = the workspace).
+	principal string
+	handler   *oauthHandler
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -121,11 +130,28 @@ func (mt *mount) connLocked(ctx context.Context, wait bool) (*conn, error) {
 		allowPrivate: mt.m.opts.AllowPrivateNetworks, resolve: mt.m.opts.Resolver,
 		probeTimeout: mt.m.opts.ProbeTimeout, maxMessage: mt.m.opts.MaxMessageBytes,
 		era: mt.era, transport: mt.transport, onToolsChanged: mt.toolsChanged,
+		elicit: mt.elicitHandler(),
 	}
+	principal := mt.principal
 	mt.mu.Unlock()
+	if mt.isOAuth() {
+		h, err := mt.handlerFor(principal)
+		if err != nil {
+			return nil, err
+		}
+		p.oauth = h
+	}
 	c, err := dial(ctx, p)
 	mt.mu.Lock()
 	if err != nil {
+		var nc *NeedsConnectError
+		if errors.As(err, &nc) {
+			// Not a failure of the server: no back-off.
+			mt.lastErr = nc
+			mt.era, mt.transport = "", ""
+			mt.mu.Unlock()
+			return nil, err
+		}
 		if ctx.Err() == nil {
 			mt.failures++
 			mt.retryAt = time.Now().Add(backoff(mt.failures))
@@ -143,6 +169,7 @@ func (mt *mount) connLocked(ctx context.Context, wait bool) (*conn, error) {
 	}
 	defer mt.mu.Unlock()
 	mt.conn, mt.era, mt.transport, mt.lastErr = c, c.era, c.transport, nil
+	c.mt = mt
 	mt.lastUsed = time.Now()
 	mt.stale = true
 	mt.wg.Add(1)
@@ -246,6 +273,11 @@ func (mt *mount) list(ctx context.Context, force bool) ([]*mcp.Tool, error) {
 		return tools, nil
 	}
 	mt.mu.Unlock()
+	if mt.isOAuth() {
+		if err := mt.oauthListGate(ctx); err != nil {
+			return nil, err
+		}
+	}
 	c, err := mt.connLocked(ctx, false)
 	if err != nil {
 		return nil, err
@@ -371,26 +403,110 @@ func (mt *mount) isDisabled(tool string) bool {
 // call runs one tools/call on the live connection, reconnecting (after the
 // back-off) when the server went away.
 func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	for attempt := 0; ; attempt++ {
-		c, err := mt.liveConn(ctx)
+	if mt.isOAuth() && mt.authMode() == AuthUser && mt.parent == nil {
+		r, ok := RequesterFrom(ctx)
+		if !ok {
+			return nil, errNoRequester
+		}
+		return mt.userMount(r.User).call(ctx, params)
+	}
+	connects := 0
+	if mt.isOAuth() {
+		// No usable token: ask before touching the network.
+		ok, reason, err := mt.hasToken(ctx, mt.principal)
 		if err != nil {
 			return nil, err
 		}
-		res, err := callOn(ctx, c, params)
-		// go-sdk refuses a call started on a session whose reader already
-		// failed ("client is closing", an internal jsonrpc2 error) without
-		// sending it; calls in flight fail with the read error instead. So
-		// one retry on a fresh connection cannot run the tool twice.
-		if err != nil && attempt == 0 && ctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) &&
-			strings.Contains(err.Error(), "client is closing") {
+		if !ok {
+			connects++
+			if err := mt.connectAndWait(ctx, mt.principal, reason, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	retried, urlAsks := false, 0
+	for {
+		c, err := mt.liveConn(ctx)
+		var res *mcp.CallToolResult
+		if err == nil {
+			res, err = callOn(ctx, c, params)
+		}
+		var nc *NeedsConnectError
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.As(err, &nc) && connects <= mt.m.oauth.opts.MaxStepUps && ctx.Err() == nil:
+			// The server refused our token (one refresh did not help) or
+			// wants more scope; a 401/403 means it did not run the tool.
+			// Ask the person, then send the call again.
+			connects++
+			if err := mt.connectAndWait(ctx, mt.principal, nc.Reason, nc.Challenge); err != nil {
+				return nil, err
+			}
+			continue
+		case urlAsks < 3 && ctx.Err() == nil && isURLRequired(err):
+			// -32042 (2025-11-25): the server needs the person to open a
+			// page first; ask, then send the call again.
+			urlAsks++
+			els, _ := urlElicitations(err)
+			ok, aerr := mt.answerURLRequired(ctx, els)
+			if aerr != nil {
+				return nil, aerr
+			}
+			if !ok {
+				return nil, errors.New("the server needs you to open a page first, and that was not done")
+			}
+			continue
+		case c != nil && !retried && ctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) &&
+			strings.Contains(err.Error(), "client is closing"):
+			// go-sdk refuses a call started on a session whose reader
+			// already failed ("client is closing", an internal jsonrpc2
+			// error) without sending it; calls in flight fail with the
+			// read error instead. So one retry on a fresh connection
+			// cannot run the tool twice.
+			retried = true
 			mt.mu.Lock()
 			mt.markDeadLocked(c, err)
 			mt.mu.Unlock()
 			c.close()
 			continue
 		}
-		return res, redactErr(err)
+		return nil, redactErr(err)
 	}
+}
+
+// oauthListGate makes sure the listing connection belongs to the right
+// person and has a token, so listing never prompts anyone.
+func (mt *mount) oauthListGate(ctx context.Context) error {
+	principal, err := mt.listPrincipal(ctx)
+	if err != nil {
+		mt.mu.Lock()
+		mt.lastErr = err
+		mt.mu.Unlock()
+		return err
+	}
+	ok, reason, err := mt.hasToken(ctx, principal)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		err := fmt.Errorf("%w: %s (%s)", ErrNotConnected, mt.cfg.Name, reason)
+		mt.mu.Lock()
+		mt.lastErr = err
+		mt.mu.Unlock()
+		return err
+	}
+	mt.mu.Lock()
+	var old *conn
+	if mt.principal != principal {
+		old, mt.conn = mt.conn, nil
+		mt.principal = principal
+	}
+	mt.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	return nil
 }
 
 // callOn runs the call on c, cancelled when c is closed: go-sdk's Close
@@ -411,6 +527,7 @@ func callOn(ctx context.Context, c *conn, params *mcp.CallToolParams) (*mcp.Call
 		case <-done:
 		}
 	}()
+	defer c.calls.add(ctx)()
 	res, err := c.cs.CallTool(ctx, params)
 	if err != nil && c.intentional() && !c.isDead() {
 		return nil, fmt.Errorf("server connection closed during the call: %w", err)
@@ -474,6 +591,9 @@ func (mt *mount) close() {
 	mt.mu.Unlock()
 	if c != nil {
 		c.close()
+	}
+	for _, sub := range mt.subMounts() {
+		sub.close()
 	}
 	mt.wg.Wait()
 }

@@ -116,7 +116,10 @@ type remoteTool struct {
 	hints  agent.Hints
 }
 
-var _ agent.HintedTool = (*remoteTool)(nil)
+var (
+	_ agent.HintedTool = (*remoteTool)(nil)
+	_ agent.PartsTool  = (*remoteTool)(nil)
+)
 
 func (t *remoteTool) Spec() provider.ToolSpec { return t.spec }
 
@@ -128,48 +131,69 @@ func (t *remoteTool) Hints() agent.Hints {
 
 // Call runs the tool with a timeout; cancelling ctx cancels the call on the
 // server (notifications/cancelled, or a closed stream on modern HTTP).
+// Images in the result are described in the text.
 func (t *remoteTool) Call(ctx context.Context, input json.RawMessage) (string, error) {
+	out, _, err := t.call(ctx, input, false)
+	return out, err
+}
+
+// CallParts is Call with the result's images (ImageContent) returned as
+// image parts, for the agent to show the model where its provider allows.
+func (t *remoteTool) CallParts(ctx context.Context, input json.RawMessage) (string, []provider.Part, error) {
+	return t.call(ctx, input, true)
+}
+
+func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images bool) (string, []provider.Part, error) {
 	if t.hints.Denied {
-		return "", fmt.Errorf("tool %s is denied by the operator's configuration", t.spec.Name)
+		return "", nil, fmt.Errorf("tool %s is denied by the operator's configuration", t.spec.Name)
 	}
 	if t.mt.isDisabled(t.remote) {
-		return "", fmt.Errorf("tool %s is disabled: its definition changed since it was approved; a workspace admin must run `/bobbin mcp approve %s`", t.spec.Name, t.mt.cfg.Name)
+		return "", nil, fmt.Errorf("tool %s is disabled: its definition changed since it was approved; a workspace admin must run `/bobbin mcp approve %s`", t.spec.Name, t.mt.cfg.Name)
 	}
 	args := json.RawMessage(`{}`)
 	if s := strings.TrimSpace(string(input)); s != "" && s != "null" {
 		if !json.Valid(input) || s[0] != '{' {
-			return "", errors.New("tool arguments must be a JSON object")
+			return "", nil, errors.New("tool arguments must be a JSON object")
 		}
 		args = input
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.mt.callTimeout())
+	// The call's clock stops while a person answers (Connect, elicitation).
+	ctx, cancel := withCallClock(ctx, t.mt.callTimeout())
 	defer cancel()
 	res, err := t.mt.call(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return "", fmt.Errorf("%s: timed out after %s", t.spec.Name, t.mt.callTimeout())
+		if timedOut(ctx) {
+			return "", nil, fmt.Errorf("%s: timed out after %s", t.spec.Name, t.mt.callTimeout())
 		}
-		return "", fmt.Errorf("%s: %w", t.spec.Name, err)
+		return "", nil, fmt.Errorf("%s: %w", t.spec.Name, err)
 	}
-	out := resultText(res)
+	out, imgs := resultContent(res, images)
 	out = capOutput(out, t.mt.m.outputCap())
 	if res.IsError {
 		if out == "" {
 			out = "the tool reported an error"
 		}
-		return "", errors.New(out)
+		return "", nil, errors.New(out)
 	}
-	return out, nil
+	return out, imgs, nil
 }
 
 // resultText renders a CallToolResult for the model: text blocks joined,
 // structuredContent as JSON when there is no text, other blocks as
 // placeholders.
 func resultText(res *mcp.CallToolResult) string {
+	s, _ := resultContent(res, false)
+	return s
+}
+
+// resultContent is resultText, but with images true the result's images
+// are returned as image parts instead of placeholders.
+func resultContent(res *mcp.CallToolResult, images bool) (string, []provider.Part) {
 	if res.NeedsInput() {
-		return "[the server asked for more input, which Bobbin does not support yet]"
+		return "[the server asked for more input, which Bobbin does not support yet]", nil
 	}
 	var parts []string
+	var imgs []provider.Part
 	hasText := false
 	for _, c := range res.Content {
 		switch x := c.(type) {
@@ -177,6 +201,11 @@ func resultText(res *mcp.CallToolResult) string {
 			parts = append(parts, x.Text)
 			hasText = true
 		case *mcp.ImageContent:
+			if images && len(x.Data) > 0 {
+				imgs = append(imgs, provider.Part{Type: provider.PartImage, Data: x.Data,
+					File: &provider.FileRef{MimeType: x.MIMEType, Size: int64(len(x.Data))}})
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes]", orUnknown(x.MIMEType), len(x.Data)))
 		case *mcp.AudioContent:
 			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes]", orUnknown(x.MIMEType), len(x.Data)))
@@ -198,7 +227,7 @@ func resultText(res *mcp.CallToolResult) string {
 			parts = append([]string{string(b)}, parts...)
 		}
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(parts, "\n"), imgs
 }
 
 func orUnknown(s string) string {

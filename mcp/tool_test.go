@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/provider"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,6 +65,24 @@ func TestResultText(t *testing.T) {
 				t.Errorf("resultText = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestResultImages: with images asked for, ImageContent becomes image
+// parts carrying the decoded bytes, and the text keeps only the text.
+func TestResultImages(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nrest")
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "chart:"}, &mcp.ImageContent{MIMEType: "image/png", Data: png}, &mcp.ImageContent{MIMEType: "image/png"}}}
+	text, parts := resultContent(res, true)
+	if text != "chart:\n[image: image/png, 0 bytes]" {
+		t.Errorf("text = %q", text)
+	}
+	if len(parts) != 1 || parts[0].Type != provider.PartImage || string(parts[0].Data) != string(png) ||
+		parts[0].File == nil || parts[0].File.MimeType != "image/png" || parts[0].File.Size != int64(len(png)) {
+		t.Errorf("parts = %+v", parts)
+	}
+	if text, parts := resultContent(res, false); len(parts) != 0 || text != "chart:\n[image: image/png, 12 bytes]\n[image: image/png, 0 bytes]" {
+		t.Errorf("without images: %q, %+v", text, parts)
 	}
 }
 

@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,12 @@ var ErrTruncated = errors.New("provider: stream truncated")
 // reports it.
 var ErrContextLength = errors.New("provider: context length exceeded")
 
+// ErrMediaUnsupported means the endpoint refused image or PDF input (a
+// model without vision, a server without file parts). The caller retries
+// without media, notes in their place. errors.Is matches an *APIError that
+// reports it.
+var ErrMediaUnsupported = errors.New("provider: the endpoint does not take image or PDF input")
+
 // APIError is an error answered by the model endpoint, before or during the
 // stream. It never contains the API key.
 type APIError struct {
@@ -25,6 +32,9 @@ type APIError struct {
 	// Type and Code are the endpoint's error type and code, if any.
 	Type string
 	Code string
+	// Param is the request field the endpoint named, if any (OpenAI's
+	// "param").
+	Param string
 	// Message is the endpoint's message, shortened.
 	Message string
 	// Retryable is true for overload, rate limits and server errors.
@@ -33,6 +43,10 @@ type APIError struct {
 	RetryAfter time.Duration
 	// ContextLength is true when the endpoint said the input is too long.
 	ContextLength bool
+	// MediaUnsupported is true when the endpoint refused the request's
+	// image or PDF input. Only a request that carried media is so
+	// classified.
+	MediaUnsupported bool
 }
 
 func (e *APIError) Error() string {
@@ -52,9 +66,32 @@ func (e *APIError) Error() string {
 	return s
 }
 
-// Is reports ErrContextLength for context-length errors.
+// Is reports ErrContextLength for context-length errors and
+// ErrMediaUnsupported for refused media.
 func (e *APIError) Is(target error) bool {
-	return target == ErrContextLength && e.ContextLength
+	return target == ErrContextLength && e.ContextLength ||
+		target == ErrMediaUnsupported && e.MediaUnsupported
+}
+
+// MediaRefusal reports whether an endpoint's 400 (or 422) error message
+// refuses image or file input, as real servers word it: OpenAI's "Invalid
+// content type. image_url is only supported by certain models.", vLLM's
+// "Unsupported chat content part type: 'file'", DeepSeek's "unknown variant
+// `image_url`, expected `text`", Anthropic's "Could not process image" and
+// its per-field complaints ("messages.0.content.1.image.source…"). The
+// clients ask only for requests that carried media; a context-length error
+// is never a refusal.
+func MediaRefusal(status int, msg string) bool {
+	if status != 400 && status != 422 {
+		return false
+	}
+	m := strings.ToLower(msg)
+	for _, s := range []string{"image", "vision", "file_data", "content part", "pdf", "document", "multimodal", "media_type", "unknown variant", "chatcompletionrequestcontent", "expected a string"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsRetryable reports whether err is an APIError marked retryable.

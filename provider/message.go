@@ -24,6 +24,9 @@ type Message struct {
 	// Content is the text of a system, user or tool message, or the visible
 	// text of an assistant message.
 	Content string `json:"content,omitempty"`
+	// Parts are what a user message (files shared with it) or a tool
+	// message (images a tool returned) carries besides Content, in order.
+	Parts []Part `json:"parts,omitempty"`
 
 	// UserID and UserName say who wrote a user message (several people may
 	// talk in one Slack thread).
@@ -88,12 +91,14 @@ type ToolResult struct {
 	CallID  string
 	Name    string
 	Content string
+	// Parts are images the tool returned besides its text.
+	Parts   []Part
 	IsError bool
 }
 
 // Message returns the tool message that carries r.
 func (r ToolResult) Message() Message {
-	return Message{Role: RoleTool, ToolCallID: r.CallID, ToolName: r.Name, Content: r.Content, IsError: r.IsError}
+	return Message{Role: RoleTool, ToolCallID: r.CallID, ToolName: r.Name, Content: r.Content, Parts: r.Parts, IsError: r.IsError}
 }
 
 // ReasoningText returns the concatenated reasoning text of m.

@@ -23,7 +23,7 @@ fi
 redis_pid=""
 cleanup() {
   if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
-  [ -n "${redis_dir:-}" ] && rm -rf "$redis_dir"
+  if [ -n "${redis_dir:-}" ]; then rm -rf "$redis_dir"; fi
 }
 trap cleanup EXIT
 

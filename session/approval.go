@@ -252,9 +252,12 @@ const approvalPoll = time.Second
 // least every second.
 func (s *Store) WaitApproval(ctx context.Context, id string) (Approval, error) {
 	// A dedicated connection of the waits client: BLPOP holds it.
-	conn := s.waits.Conn()
-	defer conn.Close()
 	wake := s.k.approvalWake(id)
+	conn, err := s.waitConn(ctx, wake)
+	if err != nil {
+		return Approval{}, err
+	}
+	defer conn.Close()
 	for {
 		a, err := s.GetApproval(ctx, id)
 		if err != nil {

@@ -11,8 +11,9 @@ import (
 // fastDecodeMessage decodes the JSON that json.Marshal produces for a
 // provider.Message, about three times faster than encoding/json (decoding
 // dominates Load). It handles exactly the canonical shape: known keys, each
-// once, string and boolean values, valid UTF-8 and standard escapes. On
-// anything else (unknown or repeated keys, null, numbers, lone surrogates,
+// once, string, boolean and non-negative integer values, valid UTF-8 and
+// standard escapes. On anything else (unknown or repeated keys, null,
+// fractions, exponents or negative numbers, lone surrogates,
 // invalid UTF-8, trailing data) it reports false and the caller uses
 // encoding/json, which also produces the error. FuzzFastDecode checks that
 // whenever it succeeds, encoding/json agrees exactly.
@@ -76,6 +77,14 @@ func fastDecodeMessage(data []byte, m *provider.Message) bool {
 				m.ToolCalls = append(m.ToolCalls, c)
 				return ok
 			})
+		case "parts":
+			m.Parts = []provider.Part{}
+			return d.array(func() bool {
+				var p provider.Part
+				ok := d.part(&p)
+				m.Parts = append(m.Parts, p)
+				return ok
+			})
 		case "meta":
 			m.Meta = map[string]string{}
 			return d.object(func(key string) bool {
@@ -90,9 +99,84 @@ func fastDecodeMessage(data []byte, m *provider.Message) bool {
 	return ok && d.i == len(d.b)
 }
 
+// part decodes one provider.Part (a message's file reference).
+func (d *decoder) part(p *provider.Part) bool {
+	return d.object(func(key string) bool {
+		switch key {
+		case "type":
+			s, ok := d.str()
+			p.Type = provider.PartType(s)
+			return ok
+		case "text":
+			return d.strInto(&p.Text)
+		case "file":
+			f := &provider.FileRef{}
+			p.File = f
+			return d.object(func(key string) bool {
+				switch key {
+				case "id":
+					return d.strInto(&f.ID)
+				case "name":
+					return d.strInto(&f.Name)
+				case "mime_type":
+					return d.strInto(&f.MimeType)
+				case "size":
+					return d.int64Into(&f.Size)
+				case "sha256":
+					return d.strInto(&f.SHA256)
+				case "width":
+					return d.intInto(&f.Width)
+				case "height":
+					return d.intInto(&f.Height)
+				case "pages":
+					return d.intInto(&f.Pages)
+				case "url":
+					return d.strInto(&f.URL)
+				case "source":
+					return d.strInto(&f.Source)
+				}
+				return false
+			})
+		}
+		return false
+	})
+}
+
 type decoder struct {
 	b []byte
 	i int
+}
+
+// int64Into parses a non-negative integer without leading zeros, fraction
+// or exponent, at most 18 digits (so it cannot overflow); anything else is
+// left to encoding/json.
+func (d *decoder) int64Into(p *int64) bool {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	n := d.i - start
+	if n == 0 || n > 18 || n > 1 && d.b[start] == '0' {
+		return false
+	}
+	if d.i < len(d.b) && (d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E') {
+		return false
+	}
+	var v int64
+	for _, c := range d.b[start:d.i] {
+		v = v*10 + int64(c-'0')
+	}
+	*p = v
+	return true
+}
+
+func (d *decoder) intInto(p *int) bool {
+	var v int64
+	if !d.int64Into(&v) || int64(int(v)) != v {
+		return false
+	}
+	*p = int(v)
+	return true
 }
 
 func (d *decoder) ws() {

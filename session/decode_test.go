@@ -33,6 +33,9 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 	for _, in := range []string{
 		`{"role":"user","content":null}`, `{"Role":"user"}`, `{"role":"user","role":"x"}`, `{"role":"user"} x`,
 		`{"content":"\ud800"}`, `{"content":"\xff"}`, `{"is_error":1}`, `{"extra":"x"}`, `[]`, ``, `{"content":"a`,
+		`{"parts":[{"file":null}]}`, `{"parts":[{"file":{"size":01}}]}`, `{"parts":[{"file":{"size":-1}}]}`,
+		`{"parts":[{"file":{"width":1e2}}]}`, `{"parts":[{"file":{"width":2.0}}]}`, `{"parts":[{"data":"AAAA"}]}`,
+		`{"parts":[{"file":{"size":1234567890123456789}}]}`, `{"parts":null}`,
 	} {
 		var m provider.Message
 		if fastDecodeMessage([]byte(in), &m) {
@@ -48,7 +51,7 @@ func FuzzFastDecode(f *testing.F) {
 		b, _ := json.Marshal(m)
 		f.Add(b)
 	}
-	for _, s := range []string{`{}`, `{"meta":{}}`, `{"tool_calls":[]}`, `{ "role" : "user" , "content":"\ud83d\ude00\/" }`, `{"reasoning":[{"text":"a"},{}]}`, `{"summary":false}`} {
+	for _, s := range []string{`{"parts":[]}`, `{"parts":[{"type":"note","file":{"size":0,"width":12,"pages":3}},{}]}`, `{"parts":[{"file":{"size":-0}}]}`, `{}`, `{"meta":{}}`, `{"tool_calls":[]}`, `{ "role" : "user" , "content":"\ud83d\ude00\/" }`, `{"reasoning":[{"text":"a"},{}]}`, `{"summary":false}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -7,7 +7,8 @@
 //
 // It is the only package that imports go-redis and it owns every Redis key.
 // With an empty URL the store runs an in-process Redis (miniredis): state
-// then does not survive a restart and only one replica may run.
+// then does not survive a restart and only one replica may run. A URL with
+// cluster=true names Redis Cluster seed nodes (go-redis's cluster client).
 //
 // # Keys
 //

@@ -102,3 +102,21 @@ func (k keys) slackChannel(team, method, channel string) string {
 func (k keys) slackSlots(team, pool string) string {
 	return k.prefix + ":{w:" + team + "}:slots:" + pool
 }
+
+// OAuth keys of MCP server connections. Connections and clients share the
+// workspace's tag; a pending authorization (state) has its own tag, since
+// the callback knows only the state. Issuers are URLs (':' and '/'), so
+// they are hashed into the key; the sealed record names the issuer.
+func (k keys) oauthConns(team, server string) string {
+	return k.prefix + ":{w:" + team + "}:oauth:conn:" + server
+}
+func (k keys) oauthClient(team, issuerHash string) string {
+	return k.prefix + ":{w:" + team + "}:oauth:client:" + issuerHash
+}
+func (k keys) oauthLock(team, server, principal string) string {
+	return k.prefix + ":{w:" + team + "}:oauth:lock:" + server + ":" + principal
+}
+func (k keys) oauthWake(team, server, principal string) string {
+	return k.prefix + ":{w:" + team + "}:oauth:wake:" + server + ":" + principal
+}
+func (k keys) oauthState(state string) string { return k.prefix + ":{o:" + state + "}" }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
@@ -27,8 +28,15 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }
 
+// clusterURL, while TestCluster runs, points every store the tests open at
+// a throwaway Redis Cluster.
+var clusterURL string
+
 // testURL is REDIS_URL when set; otherwise tests use the embedded Redis.
 func testURL(t testing.TB) string {
+	if clusterURL != "" {
+		return clusterURL
+	}
 	u := os.Getenv("REDIS_URL")
 	if u == "" {
 		t.Log("REDIS_URL unset: testing against the in-process Redis (miniredis)")
@@ -93,17 +101,33 @@ func (s *Store) url() string {
 	return s.opt.URL
 }
 
+// scanKeys lists the keys under s's prefix (on every primary of a cluster).
 func scanKeys(t testing.TB, s *Store) []string {
 	t.Helper()
 	ctx := context.Background()
-	var out []string
-	iter := s.rdb.Scan(ctx, 0, s.opt.Prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if strings.HasPrefix(iter.Val(), s.opt.Prefix+":") {
-			out = append(out, iter.Val())
+	var (
+		mu  sync.Mutex
+		out []string
+	)
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, s.opt.Prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if strings.HasPrefix(iter.Val(), s.opt.Prefix+":") {
+				mu.Lock()
+				out = append(out, iter.Val())
+				mu.Unlock()
+			}
 		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	}
+	if err != nil {
 		t.Errorf("scan: %v", err)
 	}
 	return out

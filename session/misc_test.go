@@ -251,6 +251,12 @@ func TestEveryKeyHasTTLOrBound(t *testing.T) {
 	must(s.PutToolPins(ctx, k.Team, "docs", map[string]string{"a": "h"}))
 	_, _, err = s.Take(ctx, k.Team+":chat.update", 50, 5)
 	must(err)
+	post := SpendRequest{Team: k.Team, Method: "chat.postMessage", PerMinute: 600, Burst: 30, Channel: k.Channel, ChannelPerMinute: 60, ChannelBurst: 3,
+		Slot: &SlotRequest{Pool: "live", ID: "r1", Cap: 4, TTL: time.Minute, CoverMethod: "chat.update", CoverPerMinute: 50, CoverBurst: 5}}
+	_, err = s.Spend(ctx, post)
+	must(err)
+	_, _, err = s.Throttled(ctx, post, time.Second)
+	must(err)
 	must(s.Audit(ctx, k.Team, map[string]string{"e": "x"}))
 	k2 := testThread()
 	l2, err := s.Acquire(ctx, k2, "r1")

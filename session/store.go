@@ -51,7 +51,9 @@ func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 type Options struct {
 	// URL is a redis:// or rediss:// URL; "" runs an in-process Redis. A
 	// URL with a master_name parameter names Sentinels instead
-	// (redis://sentinel1:26379?master_name=mymaster&addr=sentinel2:26379).
+	// (redis://sentinel1:26379?master_name=mymaster&addr=sentinel2:26379);
+	// one with cluster=true names Redis Cluster seed nodes
+	// (redis://node1:6379?cluster=true&addr=node2:6379&addr=node3:6379).
 	URL string
 	// Prefix namespaces every key (default "bobbin"). It must not contain
 	// '{' or '}'.
@@ -88,11 +90,13 @@ type Options struct {
 // Store is the Redis-backed state shared by all replicas. It is safe for
 // concurrent use. Close it when done.
 type Store struct {
-	rdb *redis.Client
+	// rdb is a *redis.Client (one node, or the Sentinel-followed master)
+	// or a *redis.ClusterClient.
+	rdb redis.UniversalClient
 	// waits is a second client whose connections only WaitApproval holds
 	// (one per waiter, blocked in BLPOP), so turns waiting for a person
-	// never use up rdb's pool.
-	waits *redis.Client
+	// never use up rdb's pool. Its type matches rdb's.
+	waits redis.UniversalClient
 	mini  *miniredis.Miniredis // nil unless embedded
 	k     keys
 	opt   Options
@@ -125,7 +129,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 	// newClient builds a client for the configured Redis; poolSize 0 keeps
 	// the URL's pool_size or go-redis's default.
-	var newClient func(poolSize int) *redis.Client
+	var newClient func(poolSize int) redis.UniversalClient
 	switch {
 	case opts.URL == "":
 		m := miniredis.NewMiniRedis()
@@ -134,7 +138,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("session: starting embedded redis: %w", err)
 		}
 		s.mini = m
-		newClient = func(poolSize int) *redis.Client {
+		newClient = func(poolSize int) redis.UniversalClient {
 			return redis.NewClient(s.clientOptions(&redis.Options{Addr: m.Addr(), PoolSize: poolSize}))
 		}
 		log.Warn("session: REDIS_URL is empty: using an in-process Redis; state will not survive a restart and only one replica may run")
@@ -148,10 +152,29 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout
 		fo.MaxRetries, fo.DialerRetries, fo.DialerRetryTimeout = ro.MaxRetries, ro.DialerRetries, ro.DialerRetryTimeout
 		fo.ContextTimeoutEnabled, fo.DisableIdentity = true, true
-		newClient = func(poolSize int) *redis.Client {
+		newClient = func(poolSize int) redis.UniversalClient {
 			o := *fo
 			o.PoolSize = cmp.Or(poolSize, o.PoolSize)
 			return redis.NewFailoverClient(&o)
+		}
+	case isClusterURL(opts.URL):
+		co, err := parseClusterURL(opts.URL)
+		if err != nil {
+			return nil, err
+		}
+		ro := s.clientOptions(&redis.Options{})
+		co.DialTimeout, co.ReadTimeout, co.WriteTimeout = ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout
+		co.DialerRetries, co.DialerRetryTimeout = ro.DialerRetries, ro.DialerRetryTimeout
+		co.ContextTimeoutEnabled, co.DisableIdentity = true, true
+		co.MaintNotificationsConfig = ro.MaintNotificationsConfig
+		// MOVED/ASK redirects during a resharding or failover are followed;
+		// a command is retried once more than on one node because a
+		// failover shows up as a refused connection to the old primary.
+		co.MaxRetries = 2
+		newClient = func(poolSize int) redis.UniversalClient {
+			o := *co
+			o.PoolSize = cmp.Or(poolSize, o.PoolSize)
+			return redis.NewClusterClient(&o)
 		}
 	default:
 		ro, err := redis.ParseURL(opts.URL)
@@ -160,7 +183,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, errors.New("session: REDIS_URL is not a valid redis:// or rediss:// URL")
 		}
 		s.clientOptions(ro)
-		newClient = func(poolSize int) *redis.Client {
+		newClient = func(poolSize int) redis.UniversalClient {
 			o := *ro
 			o.PoolSize = cmp.Or(poolSize, o.PoolSize)
 			return redis.NewClient(&o)

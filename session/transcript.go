@@ -204,6 +204,9 @@ func (s *Store) writeMsgs(ctx context.Context, op string, script *redis.Script, 
 	args := make([]any, 0, 2+len(msgs))
 	args = append(args, strconv.FormatInt(fence, 10), s.opt.SessionTTL.Milliseconds())
 	for i := range msgs {
+		// Content parts are stored as references: provider.Part.Data (image
+		// and PDF bytes) is never encoded, so a stored image costs a few
+		// hundred bytes, not megabytes of base64.
 		b, err := json.Marshal(&msgs[i])
 		if err != nil {
 			return fmt.Errorf("session: %s %s: encoding message %d: %w", op, k, i, err)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,6 +22,17 @@ func sampleMessages() []provider.Message {
 		{Role: provider.RoleTool, ToolCallID: "call_1", ToolName: "search", Content: "error: bad", IsError: true},
 		{Role: provider.RoleAssistant, Content: "partial", Interrupted: true},
 		{Role: provider.RoleSystem, Content: "summary", Summary: true},
+		{Role: provider.RoleUser, Content: "what does this error mean?", UserID: "U2", Parts: []provider.Part{
+			{Type: provider.PartImage, File: &provider.FileRef{ID: "F07ABCDEF12", Name: "Screenshot 2026-01-05 at 10.12.44.png", MimeType: "image/png",
+				Size: 1 << 20, SHA256: strings.Repeat("ab", 32), Width: 1568, Height: 882,
+				URL: "https://files.slack.com/files-pri/T0123ABCD-F07ABCDEF12/download/screenshot_2026-01-05_at_10.12.44.png"}},
+			{Type: provider.PartDocument, File: &provider.FileRef{ID: "F2", Name: "spec.pdf", MimeType: "application/pdf", Size: 20480, Pages: 3}},
+			{Type: provider.PartTextFile, File: &provider.FileRef{ID: "F3", Name: "app.log", MimeType: "text/plain", Size: 12}, Text: "line 1\n\tline 2 é"},
+			{Type: provider.PartNote, File: &provider.FileRef{Name: "build.zip", MimeType: "application/zip", Size: 9}, Text: "unsupported file type"},
+			{Type: provider.PartNote, Text: "bare note"},
+		}},
+		{Role: provider.RoleTool, ToolCallID: "call_2", ToolName: "shot", Content: "taken", Parts: []provider.Part{
+			{Type: provider.PartImage, File: &provider.FileRef{MimeType: "image/jpeg", Size: 5000, SHA256: "00ff", Width: 10, Height: 20, Source: "tool shot"}}}},
 	}
 }
 
@@ -192,4 +204,38 @@ func FuzzParseThreadKey(f *testing.F) {
 			t.Errorf("parsed key %q does not validate: %v", s, err)
 		}
 	})
+}
+
+// TestPartsStoredWithoutBytes: a message whose image carries its bytes is
+// stored as a reference (no base64), and loads back with every field of
+// the reference.
+func TestPartsStoredWithoutBytes(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sampleMessages()[6]
+	withBytes := m
+	withBytes.Parts = append([]provider.Part(nil), m.Parts...)
+	withBytes.Parts[0].Data = bytes.Repeat([]byte("\x89PNG"), 1<<18)
+	if err := s.Append(ctx, k, l.Token(), withBytes); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.rdb.LIndex(ctx, s.k.thread(k).msgs, 0).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > 2048 || strings.Contains(raw, "iVBOR") {
+		t.Errorf("stored message is %d bytes: %.300s", len(raw), raw)
+	}
+	_, got, err := s.Load(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]provider.Message{m}, got); diff != "" {
+		t.Errorf("loaded (-want +got):\n%s", diff)
+	}
 }

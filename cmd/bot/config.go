@@ -1,10 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -30,6 +31,11 @@ type config struct {
 	LLMContextWindow int    `env:"LLM_CONTEXT_WINDOW" envDefault:"128000"`
 	LLMMaxTokens     int    `env:"LLM_MAX_TOKENS" envDefault:"4096"`
 	LLMSystemPrompt  string `env:"LLM_SYSTEM_PROMPT"`
+	// Model-endpoint quirks and image input (see llm.go).
+	LLMOpenAITokenParam string `env:"LLM_OPENAI_TOKEN_PARAM" envDefault:"auto"`
+	LLMStreamUsage      bool   `env:"LLM_STREAM_USAGE" envDefault:"true"`
+	LLMMidSystem        bool   `env:"LLM_MID_SYSTEM" envDefault:"false"`
+	LLMImages           bool   `env:"LLM_IMAGES" envDefault:"true"`
 
 	MCPConfig               string `env:"MCP_CONFIG"`
 	MCPAllowPrivateNetworks bool   `env:"MCP_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
@@ -55,7 +61,10 @@ type config struct {
 	SlackRateLimits    string        `env:"SLACK_RATE_LIMITS"`
 	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
 
-	HTTPAddr  string `env:"HTTP_ADDR" envDefault:":8080"`
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// PublicURL is HTTP_ADDR's externally reachable base URL (one for all
+	// replicas): OAuth redirects to PUBLIC_URL/oauth/callback.
+	PublicURL string `env:"PUBLIC_URL"`
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
 
@@ -67,7 +76,8 @@ type config struct {
 }
 
 // loadConfig reads and validates the configuration, reporting every problem
-// at once. Error texts name variables, never their values.
+// at once, at most one per variable. Error texts name variables, never their
+// values (tokens, keys and URLs with passwords must not reach a log).
 func loadConfig(getenv func(string) string) (config, error) {
 	var c config
 	params, err := env.GetFieldParams(&c)
@@ -80,16 +90,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 			environ[p.Key] = v
 		}
 	}
-	var errs []error
+	var probs problems
 	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
-		var agg env.AggregateError
-		if errors.As(err, &agg) {
-			errs = append(errs, agg.Errors...)
-		} else {
-			errs = append(errs, err)
+		for _, msg := range envProblems(err, reflect.TypeOf(c)) {
+			probs.add(msg)
 		}
 	}
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	// bad records a problem; its text starts with the variable's name.
+	bad := func(format string, a ...any) { probs.add(fmt.Sprintf(format, a...)) }
 
 	if c.SlackBotToken != "" && !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
 		bad("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
@@ -112,6 +120,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		bad("LLM_PROVIDER must be openai or anthropic")
 	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || !httpURL(c.PublicURL) || u.RawQuery != "" || u.Fragment != "" {
+			bad("PUBLIC_URL must be an http(s) base URL without query or fragment (https://bobbin.example.com)")
+		}
+		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	}
 	if c.LLMBaseURL != "" && !httpURL(c.LLMBaseURL) {
 		bad("LLM_BASE_URL must be an http(s) URL")
 	}
@@ -120,6 +134,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.LLMMaxTokens < 0 {
 		bad("LLM_MAX_TOKENS must not be negative")
+	}
+	if msg := c.llmOptionProblem(); msg != "" {
+		bad("%s", msg)
 	}
 	if c.SecretKey != "" {
 		k, err := session.DecodeSecretKey(c.SecretKey)
@@ -193,6 +210,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.SocketConnections < 1 || c.SocketConnections > 10 {
 		bad("SOCKET_CONNECTIONS must be between 1 and 10")
 	}
+	if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil || !validPort(port) {
+		bad("HTTP_ADDR must be host:port or :port, e.g. :8080")
+	}
 	if err := c.logLevel.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		bad("LOG_LEVEL must be debug, info, warn or error")
 	}
@@ -201,10 +221,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		bad("LOG_FORMAT must be json or text")
 	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("configuration:\n%w", errors.Join(errs...))
-	}
-	return c, nil
+	return c, probs.err()
 }
 
 func httpURL(s string) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,79 @@ func TestLoadConfigSlackRateLimits(t *testing.T) {
 	_, err = loadConfig(envFunc(e))
 	if err == nil || !strings.Contains(err.Error(), "SLACK_RATE_LIMITS: entry 2") || strings.Contains(err.Error(), "canary") {
 		t.Errorf("bad SLACK_RATE_LIMITS: %v, want entry 2 named and the value not echoed", err)
+	}
+}
+
+// TestLoadConfigTypedErrors: a value that does not parse is reported once,
+// by variable name, saying what it must look like: never the value, a Go
+// field name or a Go type, and no follow-on complaint about the same
+// variable.
+func TestLoadConfigTypedErrors(t *testing.T) {
+	e := goodEnv()
+	bad := map[string]string{
+		"LLM_CONTEXT_WINDOW":   "128kCANARY",
+		"ALLOW_BOT_MESSAGES":   "yesCANARY",
+		"SESSION_TTL":          "30dCANARY",
+		"MAX_CONCURRENT_TURNS": "-CANARY",
+		"HTTP_ADDR":            "CANARY",
+	}
+	for k, v := range bad {
+		e[k] = v
+	}
+	delete(e, "SLACK_APP_TOKEN")
+	_, err := loadConfig(envFunc(e))
+	if err == nil {
+		t.Fatal("loadConfig accepted unparsable values")
+	}
+	msg := err.Error()
+	want := map[string]string{
+		"LLM_CONTEXT_WINDOW":   "LLM_CONTEXT_WINDOW must be a whole number",
+		"ALLOW_BOT_MESSAGES":   "ALLOW_BOT_MESSAGES must be true or false",
+		"SESSION_TTL":          "SESSION_TTL must be a duration",
+		"MAX_CONCURRENT_TURNS": "MAX_CONCURRENT_TURNS must be a whole number",
+		"HTTP_ADDR":            "HTTP_ADDR must be host:port",
+		"SLACK_APP_TOKEN":      "SLACK_APP_TOKEN is required",
+	}
+	lines := strings.Split(msg, "\n")[1:]
+	if len(lines) != len(want) {
+		t.Errorf("got %d problems, want %d (one per variable):\n%s", len(lines), len(want), msg)
+	}
+	for name, text := range want {
+		if n := strings.Count(msg, name+" "); n != 1 {
+			t.Errorf("%s is named %d times, want once:\n%s", name, n, msg)
+		}
+		if !strings.Contains(msg, text) {
+			t.Errorf("error lacks %q:\n%s", text, msg)
+		}
+	}
+	if strings.Contains(strings.ToLower(msg), "canary") {
+		t.Errorf("error echoes a value:\n%s", msg)
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[config]()) {
+		if strings.Contains(msg, f.Name) {
+			t.Errorf("error names the Go field %s:\n%s", f.Name, msg)
+		}
+	}
+	for _, s := range []string{"field", "type", "int", "time.Duration", "parse error"} {
+		if strings.Contains(msg, s) {
+			t.Errorf("error contains %q:\n%s", s, msg)
+		}
+	}
+}
+
+// TestLeadingVar: problems are deduplicated by the variable a message
+// starts with.
+func TestLeadingVar(t *testing.T) {
+	for in, want := range map[string]string{
+		"SECRET_KEY_OLD entry 2 must be": "SECRET_KEY_OLD",
+		"LLM_MAX_TOKENS must not be":     "LLM_MAX_TOKENS",
+		"an environment variable has":    "",
+		"MCP_CONFIG: mcp config f.yaml":  "",
+		"HTTP_ADDR":                      "HTTP_ADDR",
+		"123 is not a name":              "",
+	} {
+		if got := leadingVar(in); got != want {
+			t.Errorf("leadingVar(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -99,6 +99,10 @@ func redactAttr(a slog.Attr) slog.Attr {
 	switch v.Kind() {
 	case slog.KindString:
 		return slog.String(a.Key, scrub(v.String()))
+	case slog.KindDuration:
+		// slog's JSON handler writes durations as integer nanoseconds;
+		// people read "1.5s".
+		return slog.String(a.Key, v.Duration().String())
 	case slog.KindGroup:
 		g := v.Group()
 		clean := make([]any, len(g))

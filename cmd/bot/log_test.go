@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoggerRedacts(t *testing.T) {
@@ -57,3 +58,23 @@ func TestLoggerRedacts(t *testing.T) {
 type stringer string
 
 func (s stringer) String() string { return string(s) }
+
+// TestLoggerDurations: durations read as "1.5s" in both formats, not as
+// nanoseconds.
+func TestLoggerDurations(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var buf bytes.Buffer
+		log := newLogger(&buf, format, slog.LevelInfo)
+		log.With("ttl", 20*time.Second).Info("backing off", "backoff", 1500*time.Millisecond,
+			slog.Group("g", slog.Duration("wait", time.Minute)))
+		out := buf.String()
+		for _, want := range []string{"1.5s", "20s", "1m0s"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: log lacks %q:\n%s", format, want, out)
+			}
+		}
+		if strings.Contains(out, "1500000000") {
+			t.Errorf("%s: duration logged as nanoseconds:\n%s", format, out)
+		}
+	}
+}

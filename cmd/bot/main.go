@@ -16,7 +16,7 @@ func main() {
 	err := run(ctx, os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bot:", err)
+		fmt.Fprintln(os.Stderr, "bobbin:", err)
 		os.Exit(1)
 	}
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/mcp"
@@ -23,9 +25,15 @@ func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Re
 	for _, reg := range regs {
 		url, headers, err := bot.RegisteredServer(reg)
 		if err != nil {
-			return nil, fmt.Errorf("registration %s: %w", reg.Name, err)
+			return nil, err // names the registration already
 		}
-		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers})
+		// The auth mode is in the bot's record as "auth" once the bot
+		// registers OAuth servers (absent: none).
+		var rec struct {
+			Auth string `json:"auth"`
+		}
+		_ = json.Unmarshal(reg.Record, &rec)
+		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers, Auth: rec.Auth, CreatedBy: reg.CreatedBy})
 	}
 	return out, nil
 }
@@ -83,4 +91,31 @@ func mapUnknown(err error) error {
 		return fmt.Errorf("%w: %w", bot.ErrUnknownServer, err)
 	}
 	return err
+}
+
+// mcpOAuth wires OAuth for MCP servers: the session store keeps sealed
+// tokens, states, locks and wake-ups; the audit stream gets connects,
+// disconnects and refresh failures. Without PUBLIC_URL, OAuth servers are
+// refused (mcp.ErrOAuthUnavailable). The Connect prompt (Prompter) is the
+// bot's to provide.
+func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompter, timeout time.Duration) mcp.OAuthOptions {
+	return mcp.OAuthOptions{
+		PublicURL:      publicURL,
+		Tokens:         store,
+		States:         store,
+		Locker:         store,
+		Waker:          store,
+		Prompter:       prompter,
+		ConnectTimeout: timeout,
+		Audit: func(ctx context.Context, e mcp.AuditEvent) {
+			fields := map[string]string{"action": e.Action, "server": e.Server, "user": e.User}
+			if e.Principal == "" {
+				fields["connection"] = "workspace"
+			}
+			if e.Detail != "" {
+				fields["detail"] = e.Detail
+			}
+			_ = store.Audit(ctx, e.Team, fields)
+		},
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -17,18 +16,23 @@ import (
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/mcp"
-	"github.com/bobbinbot/bobbin/provider"
-	"github.com/bobbinbot/bobbin/provider/anthropic"
-	"github.com/bobbinbot/bobbin/provider/openai"
 	"github.com/bobbinbot/bobbin/session"
 )
 
-// run is the whole program: load the configuration, build every component,
-// serve until ctx ends, then shut down in reverse order.
+// run is the whole program: load the configuration and check what it
+// points at, build every component, authenticate with Slack, serve until
+// ctx ends, then shut down in reverse order.
 func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig(getenv)
+	var probs problems
 	if err != nil {
-		return err
+		var ce *configError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		for _, p := range ce.problems {
+			probs.add(p)
+		}
 	}
 	log := newLogger(stdout, cfg.LogFormat, cfg.logLevel)
 	// go-redis's own lines (dial failures, pool warnings) would go to
@@ -36,48 +40,36 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	// process-wide setting, made here because the logger is built here.
 	session.RouteRedisLogs(log)
 
-	// Redis (or the embedded one).
-	store, err := session.Open(ctx, session.Options{
-		URL:           cfg.RedisURL,
-		SessionTTL:    cfg.SessionTTL,
-		LeaseTTL:      cfg.LeaseTTL,
-		SecretKey:     cfg.secretKey,
-		OldSecretKeys: cfg.oldSecretKeys,
-		Logger:        log,
-	})
-	if err != nil {
-		return fmt.Errorf("session store: %w", err)
+	// What the environment points at is checked in the same pass, so one
+	// start reports every problem.
+	store := openStore(ctx, cfg, log, &probs)
+	if store != nil {
+		defer func() {
+			if err := store.Close(); err != nil {
+				log.Warn("closing the session store", "err", err)
+			}
+		}()
 	}
-	defer func() {
-		if err := store.Close(); err != nil {
-			log.Warn("closing the session store", "err", err)
-		}
-	}()
+	mcfg := loadMCPConfig(cfg.MCPConfig, getenv, &probs)
+	ln := listenHTTP(cfg.HTTPAddr, &probs)
+	if ln != nil {
+		defer ln.Close() // Serve closes it too; this covers the early returns
+	}
+	if err := probs.err(); err != nil {
+		return err
+	}
 
 	// The model.
-	co := provider.ClientOptions{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Logger: log}
-	var prov provider.Provider
-	switch cfg.LLMProvider {
-	case "anthropic":
-		prov = anthropic.New(anthropic.Options{ClientOptions: co, DefaultMaxTokens: cfg.LLMMaxTokens})
-	default:
-		prov = openai.New(openai.Options{ClientOptions: co})
-	}
-	ag := agent.New(prov, agent.Options{
+	ag := agent.New(newProvider(cfg, log), agent.Options{
 		Model:           cfg.LLMModel,
 		MaxTokens:       cfg.LLMMaxTokens,
 		ContextWindow:   cfg.LLMContextWindow,
 		ApprovalTimeout: cfg.ApprovalTimeout,
+		NoImages:        !cfg.LLMImages,
 		Logger:          log,
 	})
 
 	// Tools: MCP servers from the operator's file and from registrations.
-	var mcfg *mcp.Config
-	if cfg.MCPConfig != "" {
-		if mcfg, err = mcp.LoadConfig(cfg.MCPConfig); err != nil {
-			return fmt.Errorf("MCP_CONFIG: %w", err)
-		}
-	}
 	mgr := mcp.NewManager(mcp.Options{
 		Config:               mcfg,
 		Store:                registrations{store},
@@ -85,6 +77,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
 		Getenv:               getenv,
 		Logger:               log,
+		OAuth:                mcpOAuth(store, cfg.PublicURL, nil, cfg.ApprovalTimeout),
 	})
 	defer func() {
 		if err := mgr.Close(); err != nil {
@@ -127,39 +120,53 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 
-	// HTTP: health, readiness, metrics.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("HTTP_ADDR: %w", err)
-	}
-	srv := &http.Server{Handler: httpHandler(b, reg), ReadHeaderTimeout: 5 * time.Second}
+	// HTTP: health, readiness, metrics and the MCP OAuth callback.
+	// /healthz answers while the bot authenticates (a slow Slack is no
+	// reason to restart the pod); /readyz stays unready until a socket is
+	// open.
+	srv := &http.Server{Handler: httpHandler(b, reg, mgr.CallbackHandler(nil)), ReadHeaderTimeout: 5 * time.Second}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("HTTP shutdown", "err", err)
+		}
+		if err := <-httpDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("HTTP server", "err", err)
+		}
+		log.Info("bobbin: stopped")
+	}()
+
+	// Both tokens are checked before anything is served: a token Slack
+	// rejects ends the process with a message naming its variable.
+	if err := b.Authenticate(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while Slack was not answering
+		}
+		return err
+	}
 	log.Info("bobbin: serving", "http", ln.Addr().String(), "provider", cfg.LLMProvider, "model", cfg.LLMModel, "stream_mode", cfg.StreamMode)
-
-	runErr := b.Run(ctx)
-
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("HTTP shutdown", "err", err)
-	}
-	if err := <-httpDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("HTTP server", "err", err)
-	}
-	log.Info("bobbin: stopped")
-	return runErr
+	return b.Run(ctx)
 }
 
+// readyTimeout bounds /readyz's Redis ping; probes must wait longer
+// (deploy_test.go checks the example's).
+const readyTimeout = 2 * time.Second
+
 // httpHandler serves /healthz (the process is up), /readyz (socket
-// connected and Redis answering) and /metrics.
-func httpHandler(b *bot.Bot, reg *prometheus.Registry) http.Handler {
+// connected and Redis answering), /metrics and, for MCP OAuth, the
+// callback and client metadata document under /oauth/ (PUBLIC_URL points
+// here).
+func httpHandler(b *bot.Bot, reg *prometheus.Registry, oauth http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /oauth/", oauth)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := b.Ready(ctx); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)

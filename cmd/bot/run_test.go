@@ -61,6 +61,7 @@ func TestRunServes(t *testing.T) {
 		"LOG_LEVEL":            "debug",
 		"STREAM_EDIT_INTERVAL": "100ms",
 		"SHUTDOWN_GRACE":       "4s",
+		"PUBLIC_URL":           "https://bobbin.example.com/",
 	}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
@@ -87,6 +88,16 @@ func TestRunServes(t *testing.T) {
 	}
 	if code, _ := get("/healthz"); code != 200 {
 		t.Errorf("/healthz = %d", code)
+	}
+	// The OAuth callback is served (an unknown state is refused with a page,
+	// not a 404) and so is the Client ID Metadata Document.
+	if code, body := get("/oauth/callback?state=unknown-state-0123456789&code=x"); code != 400 || !strings.Contains(body, "expired or was already used") {
+		t.Errorf("/oauth/callback = %d %s", code, body)
+	}
+	if code, body := get("/oauth/client-metadata.json"); code != 200 ||
+		!strings.Contains(body, `"client_id":"https://bobbin.example.com/oauth/client-metadata.json"`) ||
+		!strings.Contains(body, `"https://bobbin.example.com/oauth/callback"`) {
+		t.Errorf("/oauth/client-metadata.json = %d %s", code, body)
 	}
 	p := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "hello from run", "")
 	if err := emu.WaitFor(wctx, func() bool {

@@ -11,8 +11,15 @@
 // thinking and tool_use blocks (input_json_delta fragments) and usage. Text
 // is cut into token-sized deltas sent at a configurable pace.
 //
+// Requests may carry images and documents (OpenAI image_url and file
+// parts, Anthropic image and document blocks); they are decoded into
+// Recorded.Media and counted by the providers' size formulas. Options.Reject
+// (or SetReject) makes the server refuse max_tokens, max_completion_tokens,
+// stream_options, images or documents with the real services' 400 texts.
+//
 // What each request gets is decided, in this order, by: the API key check
-// (401), request validation (400), the context window (400), faults armed
+// (401), request validation (400), refused features (400), the context
+// window (400), faults armed
 // with FailNext, the FIFO queue filled by Enqueue, the responder function,
 // and finally DefaultReply, which answers AnswerFor(last user text) so that
 // concurrent conversations each get a distinct, predictable answer.

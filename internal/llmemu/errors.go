@@ -81,6 +81,9 @@ func errorBody(p Protocol, e ErrorReply, status int) []byte {
 		} `json:"error"`
 	}
 	body.Error.Message, body.Error.Type, body.Error.Code = msg, typ, codeJSON
+	if e.Param != "" {
+		body.Error.Param = e.Param
+	}
 	b, _ := json.Marshal(body)
 	return b
 }

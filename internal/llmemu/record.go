@@ -68,6 +68,10 @@ type Message struct {
 	ToolCallID string
 	// IsError is an Anthropic tool_result's is_error.
 	IsError bool
+	// Media are the message's images and documents, decoded: OpenAI
+	// image_url and file parts, Anthropic image and document blocks
+	// (inside a tool_result too).
+	Media []Media
 }
 
 // LastUserText returns the text of the last "user" message that has text,
@@ -82,10 +86,17 @@ func (r Recorded) LastUserText() string {
 }
 
 // InputTokens is the emulator's input-token count for the request: body
-// bytes / 4, rounded up, at least 1. It is the default reported input usage,
-// what count_tokens answers and what Options.ContextWindow is checked against.
+// bytes / 4, rounded up, at least 1, where each image or document counts
+// by the provider's size formula instead of its base64 (see Media). It is
+// the default reported input usage, what count_tokens answers and what
+// Options.ContextWindow is checked against.
 func (r Recorded) InputTokens() int {
-	return max(1, (len(r.Body)+3)/4)
+	n, media := len(r.Body), 0
+	for _, m := range r.Media() {
+		n -= m.encoded
+		media += m.tokens(r.Protocol)
+	}
+	return max(1, (max(n, 0)+3)/4+media)
 }
 
 // LastMessage returns the last message of the conversation, or the zero
@@ -164,7 +175,7 @@ func decodeOpenAI(rec *Recorded) {
 	rec.MaxTokens = max(req.MaxTokens, req.MaxCompletionTokens)
 	rec.IncludeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	for _, m := range req.Messages {
-		msg := Message{Role: m.Role, Text: contentText(m.Content), Reasoning: m.ReasoningContent, ToolCallID: m.ToolCallID}
+		msg := Message{Role: m.Role, Text: contentText(m.Content), Reasoning: m.ReasoningContent, ToolCallID: m.ToolCallID, Media: openAIMedia(m.Content)}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
@@ -185,6 +196,8 @@ type anBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	Source    *anSource       `json:"source"`
+	Title     string          `json:"title"`
 }
 
 type anRequest struct {
@@ -230,7 +243,7 @@ func anthropicMessages(role string, content json.RawMessage) []Message {
 	var texts, thoughts []string
 	flush := func() {
 		cur.Text, cur.Reasoning = strings.Join(texts, "\n"), strings.Join(thoughts, "\n")
-		if cur.Text != "" || cur.Reasoning != "" || len(cur.ToolCalls) > 0 {
+		if cur.Text != "" || cur.Reasoning != "" || len(cur.ToolCalls) > 0 || len(cur.Media) > 0 {
 			out = append(out, cur)
 		}
 		cur, texts, thoughts = Message{Role: role}, nil, nil
@@ -241,6 +254,10 @@ func anthropicMessages(role string, content json.RawMessage) []Message {
 			texts = append(texts, b.Text)
 		case "thinking":
 			thoughts = append(thoughts, b.Thinking)
+		case "image", "document":
+			if m, ok := anthropicMedia(b.Type, b.Title, b.Source); ok {
+				cur.Media = append(cur.Media, m)
+			}
 		case "tool_use":
 			args := "{}"
 			var buf bytes.Buffer
@@ -250,7 +267,7 @@ func anthropicMessages(role string, content json.RawMessage) []Message {
 			cur.ToolCalls = append(cur.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 		case "tool_result":
 			flush()
-			out = append(out, Message{Role: "tool", Text: contentText(b.Content), ToolCallID: b.ToolUseID, IsError: b.IsError})
+			out = append(out, Message{Role: "tool", Text: contentText(b.Content), ToolCallID: b.ToolUseID, IsError: b.IsError, Media: anthropicToolMedia(b.Content)})
 		}
 	}
 	flush()

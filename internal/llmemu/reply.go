@@ -78,6 +78,8 @@ type ErrorReply struct {
 	Type string
 	// Code is the OpenAI "code" field; empty means the usual one or null.
 	Code string
+	// Param is the OpenAI "param" field; empty means null.
+	Param string
 	// Message is the human-readable message; empty means a stock one.
 	Message string
 	// Body, when set, is sent verbatim instead of the generated JSON: as the

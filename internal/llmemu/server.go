@@ -33,8 +33,11 @@ type Options struct {
 	Respond func(Recorded) Reply
 	// ContextWindow, when positive, answers 400 with the protocol's
 	// context-length error when a request's estimated input tokens
-	// (body bytes / 4) exceed it.
+	// (see Recorded.InputTokens) exceed it.
 	ContextWindow int
+	// Reject makes the server refuse request features as real endpoints
+	// do, with their own error texts (see Rejects and SetReject).
+	Reject Rejects
 }
 
 // Server is a fake model server on a loopback address. It is safe for
@@ -52,6 +55,7 @@ type Server struct {
 	respond  func(Recorded) Reply
 	failN    int
 	failErr  ErrorReply
+	reject   Rejects
 	gate     *gate
 	reqs     []*Recorded
 	inFlight int
@@ -71,6 +75,7 @@ func New(opts Options) *Server {
 		key:           opts.APIKey,
 		contextWindow: opts.ContextWindow,
 		respond:       opts.Respond,
+		reject:        opts.Reject,
 		done:          make(chan struct{}),
 		changed:       make(chan struct{}),
 	}
@@ -318,6 +323,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if msg := validate(rec, isJSON, countTokens); msg != "" {
 		fail(ErrorReply{Status: http.StatusBadRequest, Message: msg})
+		return
+	}
+	if e, refused := s.refusal(rec); refused && !countTokens {
+		fail(e)
 		return
 	}
 	input := rec.InputTokens()

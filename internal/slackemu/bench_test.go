@@ -2,6 +2,8 @@ package slackemu_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -65,6 +67,47 @@ func BenchmarkPostAndUpdate(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		if _, _, _, err := api.UpdateMessage(slackemu.ChannelGen, ts, slack.MsgOptionMarkdownText("some streamed text")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRepliesPage100 is the emulator's cost of one
+// conversations.replies page of a 100-message thread (the page a bot's
+// thread import reads), through slack-go.
+func BenchmarkRepliesPage100(b *testing.B) {
+	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	defer emu.Close()
+	parent, _ := emu.Post(slackemu.UserPost{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, User: slackemu.UserAlice, Text: "incident", Silent: true})
+	for i := range 99 {
+		_, _ = emu.Post(slackemu.UserPost{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, User: slackemu.UserBob, Text: fmt.Sprintf("update %d: something happened", i), ThreadTS: parent.TS, Silent: true})
+	}
+	api := botClient(emu)
+	params := &slack.GetConversationRepliesParameters{ChannelID: slackemu.ChannelGen, Timestamp: parent.TS, Limit: 200}
+	b.ResetTimer()
+	for b.Loop() {
+		msgs, _, _, err := api.GetConversationReplies(params)
+		if err != nil || len(msgs) != 100 {
+			b.Fatalf("%d messages, %v", len(msgs), err)
+		}
+	}
+}
+
+// BenchmarkFileDownload1MB is the emulator's cost of serving a 1 MB file
+// to slack-go's GetFile.
+func BenchmarkFileDownload1MB(b *testing.B) {
+	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	defer emu.Close()
+	p, err := emu.Post(slackemu.UserPost{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, User: slackemu.UserAlice, Silent: true,
+		Files: []slackemu.File{{Name: "big.png", Content: make([]byte, 1<<20)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	api := botClient(emu)
+	b.SetBytes(1 << 20)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := api.GetFile(p.Files[0].URLPrivateDownload, io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

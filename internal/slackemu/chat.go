@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -70,9 +69,15 @@ func textOf(raw json.RawMessage) string {
 	return t.Text
 }
 
-// parseBlocks decodes a blocks array; tooMany is the error code for more
-// than 50 blocks (invalid_blocks on posts, msg_blocks_too_many on updates).
+// parseBlocks decodes a message's blocks array; tooMany is the error code
+// for more than 50 blocks (invalid_blocks on posts, msg_blocks_too_many on
+// updates).
 func parseBlocks(raw json.RawMessage, tooMany string) ([]block, error) {
+	return parseBlocksMax(raw, tooMany, maxBlocks)
+}
+
+// parseBlocksMax is parseBlocks with another block limit (views: 100).
+func parseBlocksMax(raw json.RawMessage, tooMany string, limit int) ([]block, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -80,7 +85,7 @@ func parseBlocks(raw json.RawMessage, tooMany string) ([]block, error) {
 	if err := json.Unmarshal(raw, &bs); err != nil {
 		return nil, apiError("invalid_blocks_format")
 	}
-	if len(bs) > maxBlocks {
+	if len(bs) > limit {
 		return nil, apiError(tooMany)
 	}
 	for _, b := range bs {
@@ -165,12 +170,12 @@ func (s *Server) channelForPostLocked(r *request, key string) (*channelState, er
 	if c == nil && (strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W")) {
 		// A user id as channel posts into the DM with that user.
 		for _, dm := range s.channels {
-			if dm.IMUser == id && dm.team == r.team.ID {
+			if dm.IMUser == id && seesChannel(dm, r.team.ID) {
 				c = dm
 			}
 		}
 	}
-	if c == nil || c.team != r.team.ID {
+	if !seesChannel(c, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	if !c.IsIM() && !c.BotMember {
@@ -238,7 +243,7 @@ func (s *Server) chatPostMessage(r *request) (map[string]any, error) {
 	}
 	m := &Message{
 		Team: r.team.ID, Channel: ch.ID, TS: s.newTSLocked(), ThreadTS: r.str("thread_ts"),
-		User: r.team.BotUserID, BotID: r.team.BotID,
+		User: r.botUser(), BotID: r.botID(),
 		Text: truncateRunes(c.text, maxPostText), MarkdownText: c.markdown, Blocks: c.blocks, Metadata: c.metadata,
 		UnfurlLinks: r.boolArg("unfurl_links"), UnfurlMedia: r.boolArg("unfurl_media"),
 		Via: "chat.postMessage",
@@ -252,14 +257,14 @@ func (s *Server) chatPostMessage(r *request) (map[string]any, error) {
 // ownMessageLocked finds a live message of this bot.
 func (s *Server) ownMessageLocked(r *request, notOwn string) (*Message, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	m := s.msgs[msgKey(ch.ID, r.str("ts"))]
 	if m == nil || m.Deleted {
 		return nil, apiError("message_not_found")
 	}
-	if m.BotID != r.team.BotID {
+	if m.BotID != r.botID() {
 		return nil, apiError(notOwn)
 	}
 	return m, nil
@@ -321,7 +326,7 @@ func (s *Server) chatDelete(r *request) (map[string]any, error) {
 
 func (s *Server) chatPostEphemeral(r *request) (map[string]any, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	user := r.str("user")
@@ -346,7 +351,7 @@ func (s *Server) chatPostEphemeral(r *request) (map[string]any, error) {
 
 func (s *Server) chatGetPermalink(r *request) (map[string]any, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	ts := r.str("message_ts")
@@ -355,37 +360,6 @@ func (s *Server) chatGetPermalink(r *request) (map[string]any, error) {
 	}
 	link := fmt.Sprintf("https://%s.slack.com/archives/%s/p%s", r.team.Domain, ch.ID, strings.ReplaceAll(ts, ".", ""))
 	return map[string]any{"channel": ch.ID, "permalink": link}, nil
-}
-
-func (s *Server) conversationsReplies(r *request) (map[string]any, error) {
-	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
-		return nil, apiError("channel_not_found")
-	}
-	ts := r.str("ts")
-	if ts == "" {
-		return nil, apiError("invalid_arguments")
-	}
-	msgs := s.threadLocked(ch.ID, ts)
-	if len(msgs) == 0 {
-		return nil, apiError("thread_not_found")
-	}
-	offset, _ := strconv.Atoi(r.str("cursor"))
-	limit, _ := strconv.Atoi(r.str("limit"))
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
-	offset = min(max(offset, 0), len(msgs))
-	end := min(offset+limit, len(msgs))
-	out := make([]any, 0, end-offset)
-	for _, m := range msgs[offset:end] {
-		out = append(out, s.messageJSONLocked(m))
-	}
-	next := ""
-	if end < len(msgs) {
-		next = strconv.Itoa(end)
-	}
-	return map[string]any{"messages": out, "has_more": next != "", "response_metadata": map[string]any{"next_cursor": next}}, nil
 }
 
 func (s *Server) assistantSetStatus(r *request) (map[string]any, error) {
@@ -418,7 +392,7 @@ func (s *Server) assistantSetTitle(r *request) (map[string]any, error) {
 }
 
 func (s *Server) addStatusLocked(r *request, st AssistantStatus) (map[string]any, error) {
-	if c := s.channels[st.Channel]; c == nil || c.team != r.team.ID {
+	if c := s.channels[st.Channel]; !seesChannel(c, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
 	s.statuses = append(s.statuses, st)
@@ -429,7 +403,7 @@ func (s *Server) addStatusLocked(r *request, st AssistantStatus) (map[string]any
 // reactionTargetLocked finds the message a reactions.* call names.
 func (s *Server) reactionTargetLocked(r *request) (*Message, string, error) {
 	ch := s.channels[r.str("channel")]
-	if ch == nil || ch.team != r.team.ID {
+	if !seesChannel(ch, r.team.ID) {
 		return nil, "", apiError("channel_not_found")
 	}
 	m := s.msgs[msgKey(ch.ID, r.str("timestamp"))]
@@ -448,13 +422,13 @@ func (s *Server) reactionsAdd(r *request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.Contains(m.Reactions[name], r.team.BotUserID) {
+	if slices.Contains(m.Reactions[name], r.botUser()) {
 		return nil, apiError("already_reacted")
 	}
 	if m.Reactions == nil {
 		m.Reactions = map[string][]string{}
 	}
-	m.Reactions[name] = append(m.Reactions[name], r.team.BotUserID)
+	m.Reactions[name] = append(m.Reactions[name], r.botUser())
 	s.changedLocked()
 	return map[string]any{}, nil
 }
@@ -464,7 +438,7 @@ func (s *Server) reactionsRemove(r *request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := slices.Index(m.Reactions[name], r.team.BotUserID)
+	i := slices.Index(m.Reactions[name], r.botUser())
 	if i < 0 {
 		return nil, apiError("no_reaction")
 	}

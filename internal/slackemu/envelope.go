@@ -126,8 +126,31 @@ func (s *Server) newEnvelopeLocked(typ, team string, payload any, accepts bool) 
 	}
 	s.envelopes[e.ID] = e
 	s.envOrder = append(s.envOrder, e)
+	s.trimEnvelopesLocked()
 	s.sendEnvelopeLocked(e, 0, "")
 	return e
+}
+
+// trimEnvelopesLocked forgets the oldest settled (acked or failed)
+// envelopes beyond Options.JournalLimit; unsettled ones are kept.
+func (s *Server) trimEnvelopesLocked() {
+	limit := s.opts.JournalLimit
+	if limit <= 0 || len(s.envOrder) <= limit {
+		return
+	}
+	kept := s.envOrder[:0]
+	excess := len(s.envOrder) - limit
+	for _, e := range s.envOrder {
+		if excess > 0 && (e.Acked || e.Failed) {
+			delete(s.envelopes, e.ID)
+			delete(s.inter, e.ID)
+			excess--
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(s.envOrder[len(kept):])
+	s.envOrder = kept
 }
 
 // sendEnvelopeLocked writes e to a random live socket with the given retry
@@ -254,7 +277,7 @@ func (s *Server) applyAckLocked(connID, id string, payload json.RawMessage, now 
 		}
 		s.signalLocked(e)
 	}
-	s.acks = append(s.acks, rec)
+	s.ackLogLocked(rec)
 	s.changedLocked()
 }
 

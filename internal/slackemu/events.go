@@ -2,32 +2,42 @@ package slackemu
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
-// eventCallbackLocked wraps an inner event in the events_api payload.
+// eventCallbackLocked wraps an inner event in the events_api payload:
+// one authorization (the installation that sees it), the Slack Connect
+// fields, and an event_context apps.event.authorizations.list reads.
 func (s *Server) eventCallbackLocked(team string, event map[string]any) (map[string]any, string) {
-	t := s.teams[team]
-	botUser := ""
-	if t != nil {
-		botUser = t.BotUserID
-	}
 	id := s.newIDLocked("Ev")
-	return map[string]any{
-		"token":      "emu-verification-token",
-		"team_id":    team,
-		"api_app_id": s.opts.AppID,
-		"event":      event,
-		"type":       "event_callback",
-		"event_id":   id,
-		"event_time": time.Now().Unix(),
-		"authorizations": []any{map[string]any{
-			"enterprise_id": nil, "team_id": team, "user_id": botUser, "is_bot": true, "is_enterprise_install": false,
-		}},
-		"is_ext_shared_channel": false,
-		"event_context":         "4-emu-" + id,
-	}, id
+	channel, _ := event["channel"].(string)
+	host, shared := team, false
+	if c := s.channels[channel]; c != nil {
+		host, shared = c.team, len(c.SharedTeams) > 0
+	}
+	var hostEnt any
+	if t := s.teams[host]; t != nil && t.EnterpriseID != "" {
+		hostEnt = t.EnterpriseID
+	}
+	auth := s.authorizationLocked(team)
+	p := map[string]any{
+		"token":                 "emu-verification-token",
+		"team_id":               team,
+		"api_app_id":            s.opts.AppID,
+		"event":                 event,
+		"type":                  "event_callback",
+		"event_id":              id,
+		"event_time":            time.Now().Unix(),
+		"authorizations":        []any{auth},
+		"is_ext_shared_channel": shared,
+		"event_context":         encodeEventContext(eventContext{Team: team, Channel: channel, Event: id}),
+		"context_team_id":       host,
+		"context_enterprise_id": hostEnt,
+	}
+	if e := auth["enterprise_id"]; e != nil {
+		p["enterprise_id"] = e
+	}
+	return p, id
 }
 
 // DeliverEvent sends an events_api envelope carrying event (the inner
@@ -65,33 +75,23 @@ type Posted struct {
 	// event was also delivered for a mention.
 	MessageEventID  string
 	MessageEnvelope string
+	// Files are the files shared with the message (Post), as stored.
+	Files []File
 }
 
 // Mention stores a message from user in channel (in the thread threadTS
 // when set) and delivers an app_mention event; the text gets "<@BOT> "
 // in front unless it already mentions the bot. With
 // Options.MessageEventsOnMention and the bot in the channel, a "message"
-// event for the same ts follows (real Slack sends both).
+// event for the same ts follows (real Slack sends both). Post does the
+// same with files and more options.
 func (s *Server) Mention(team, channel, user, text, threadTS string) Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.teams[team]
-	if t == nil {
+	if s.teams[team] == nil {
 		panic(fmt.Sprintf("slackemu: Mention: unknown team %q", team))
 	}
-	mention := "<@" + t.BotUserID + ">"
-	if !strings.Contains(text, mention) {
-		text = mention + " " + text
-	}
-	m := s.postUserLocked(team, channel, user, text, threadTS)
-	ev := s.userEventLocked(m, "app_mention")
-	delete(ev, "channel_type")
-	var p Posted
-	p.TS = m.TS
-	p.Envelope, p.EventID = s.deliverEventLocked(team, ev)
-	if c := s.channels[channel]; s.opts.MessageEventsOnMention && c != nil && (c.BotMember || c.IsIM()) {
-		p.MessageEnvelope, p.MessageEventID = s.deliverEventLocked(team, s.userEventLocked(m, "message"))
-	}
+	p, _ := s.postLocked(UserPost{Team: team, Channel: channel, User: user, Text: text, ThreadTS: threadTS, Mention: true})
 	return p
 }
 
@@ -102,29 +102,55 @@ func (s *Server) Mention(team, channel, user, text, threadTS string) Posted {
 func (s *Server) Message(team, channel, user, text, threadTS string) Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.postUserLocked(team, channel, user, text, threadTS)
-	p := Posted{TS: m.TS}
-	if c := s.channels[channel]; c != nil && (c.BotMember || c.IsIM()) {
-		p.Envelope, p.EventID = s.deliverEventLocked(team, s.userEventLocked(m, "message"))
-	}
+	p, _ := s.postLocked(UserPost{Team: team, Channel: channel, User: user, Text: text, ThreadTS: threadTS})
 	return p
 }
 
-// userEventLocked renders a user message as an app_mention or message event.
+// userEventLocked renders a message as an app_mention or message event:
+// files as events carry them (Connect stubs stay stubs), user_team and
+// source_team from the author's workspace.
 func (s *Server) userEventLocked(m *Message, typ string) map[string]any {
 	ev := map[string]any{
 		"type": typ, "client_msg_id": s.newUUIDLocked(), "text": m.Text, "user": m.User, "ts": m.TS,
-		"team": m.Team, "channel": m.Channel, "event_ts": m.TS, "blocks": m.Blocks,
-		"channel_type": channelType(s.channels[m.Channel]),
+		"team": m.Team, "channel": m.Channel, "event_ts": m.TS, "channel_type": channelType(s.channels[m.Channel]),
+	}
+	if m.Blocks != nil {
+		ev["blocks"] = m.Blocks
 	}
 	if u := s.users[m.User]; u != nil {
 		ev["user_team"] = u.TeamID // differs from team for external users
+		ev["source_team"] = u.TeamID
+	}
+	if m.sourceTeam != "" {
+		ev["source_team"] = m.sourceTeam
 	}
 	if m.ThreadTS != "" {
 		ev["thread_ts"] = m.ThreadTS
 		if p := s.msgs[msgKey(m.Channel, m.ThreadTS)]; p != nil {
 			ev["parent_user_id"] = p.User
 		}
+	}
+	if m.Subtype != "" {
+		ev["subtype"] = m.Subtype
+	}
+	if m.BotID != "" {
+		delete(ev, "client_msg_id")
+		ev["bot_id"] = m.BotID
+		if m.botName != "" {
+			ev["bot_profile"] = map[string]any{"id": m.BotID, "app_id": "A0" + m.BotID, "name": m.botName, "team_id": m.Team, "deleted": false}
+			if m.Subtype == "bot_message" {
+				ev["username"] = m.botName
+			}
+		}
+	}
+	if len(m.Files) > 0 {
+		var fs []any
+		for _, id := range m.Files {
+			if f := s.files[id]; f != nil {
+				fs = append(fs, s.fileEventJSONLocked(f))
+			}
+		}
+		ev["files"], ev["upload"], ev["display_as_bot"] = fs, false, false
 	}
 	return ev
 }
@@ -137,11 +163,11 @@ func (s *Server) userEventLocked(m *Message, typ string) map[string]any {
 func (s *Server) AssistantThreadStarted(team, user, dmChannel, contextChannel string) Posted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.teams[team]
-	if t == nil {
+	if s.teams[team] == nil {
 		panic(fmt.Sprintf("slackemu: AssistantThreadStarted: unknown team %q", team))
 	}
-	root := &Message{Team: team, Channel: dmChannel, TS: s.newTSLocked(), User: t.BotUserID, BotID: t.BotID, Via: "assistant_thread"}
+	bot, botID, _ := s.botIdentityLocked(team)
+	root := &Message{Team: team, Channel: dmChannel, TS: s.newTSLocked(), User: bot, BotID: botID, Via: "assistant_thread"}
 	s.recordVersionLocked(root, "assistant_thread")
 	s.putMessageLocked(root)
 	ctxObj := map[string]any{"team_id": team}

@@ -40,6 +40,20 @@ func waitFor(t *testing.T, emu *slackemu.Server, what string, cond func() bool) 
 	}
 }
 
+// eventually polls cond every 20 ms (for conditions that make Web API
+// calls, which WaitFor would repeat at every state change) with a
+// generous deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: gave up after 20s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // sockClient is a running socketmode client whose events a test reads.
 type sockClient struct {
 	sm     *socketmode.Client

@@ -13,11 +13,16 @@ import (
 // Interaction is a slash command, button click or view submission sent to
 // the app. Wait for its ack with Wait.
 type Interaction struct {
-	EnvelopeID  string
-	Kind        string // "slash_command", "block_actions", "view_submission"
+	EnvelopeID string
+	// Kind: "slash_command", "block_actions", "view_submission",
+	// "message_action" or "shortcut".
+	Kind        string
 	TriggerID   string
 	ResponseURL string
-	s           *Server
+	// URL is the link a URL button opened in the person's browser (Slack
+	// still sends block_actions, which must be acked).
+	URL string
+	s   *Server
 }
 
 // AckResult is an interaction's ack, decoded.
@@ -141,11 +146,28 @@ type element struct {
 	ActionID string          `json:"action_id"`
 	Value    string          `json:"value"`
 	Text     json.RawMessage `json:"text"`
+	URL      string          `json:"url"`
+	Style    string          `json:"style"`
+}
+
+// actionJSONLocked renders the action of a click on el.
+func (s *Server) actionJSONLocked(el element, blockID, value string) map[string]any {
+	action := map[string]any{"type": el.Type, "action_id": el.ActionID, "block_id": blockID, "value": value, "action_ts": s.newTSLocked()}
+	if el.Text != nil {
+		action["text"] = el.Text
+	}
+	if el.URL != "" {
+		action["url"] = el.URL
+	}
+	if el.Style != "" {
+		action["style"] = el.Style
+	}
+	return action
 }
 
 // findAction looks for the element with actionID in blocks.
 func findAction(raw json.RawMessage, actionID string) (blockID string, el element, ok bool) {
-	bs, _ := parseBlocks(raw, "invalid_blocks")
+	bs, _ := parseBlocksMax(raw, "invalid_blocks", maxViewBlocks)
 	for _, b := range bs {
 		cands := append([]json.RawMessage(nil), b.Elements...)
 		if b.Accessory != nil {
@@ -194,11 +216,9 @@ func (s *Server) Click(team, user, channel, messageTS, actionID, value string) (
 	if value == "" {
 		value = el.Value
 	}
-	action := map[string]any{"type": el.Type, "action_id": actionID, "block_id": blockID, "value": value, "action_ts": s.newTSLocked()}
-	if el.Text != nil {
-		action["text"] = el.Text
-	}
-	return s.clickLocked(team, user, channel, messageTS, threadTS, ephemeral, msg, action), nil
+	in := s.clickLocked(team, user, channel, messageTS, threadTS, ephemeral, msg, s.actionJSONLocked(el, blockID, value))
+	in.URL = el.URL
+	return in, nil
 }
 
 // ClickRaw delivers a block_actions envelope for any action object (for
@@ -335,11 +355,8 @@ func (s *Server) applyAckPayloadLocked(e *Envelope, raw json.RawMessage) {
 // bot, anything else is ephemeral to user.
 func (s *Server) showReplyLocked(team, channel, user, threadTS, responseType, text string, blocks json.RawMessage, via string) {
 	if responseType == "in_channel" {
-		t := s.teams[team]
 		m := &Message{Team: team, Channel: channel, TS: s.newTSLocked(), ThreadTS: threadTS, Text: text, Blocks: blocks, Via: via}
-		if t != nil {
-			m.User, m.BotID = t.BotUserID, t.BotID
-		}
+		m.User, m.BotID, _ = s.botIdentityLocked(team)
 		s.recordVersionLocked(m, via)
 		s.putMessageLocked(m)
 		return
@@ -401,7 +418,7 @@ func (s *Server) handleResponseURL(w http.ResponseWriter, hr *http.Request) {
 	if ru != nil {
 		c.Team = ru.team
 	}
-	s.journal = append(s.journal, c)
+	s.journalLocked(c)
 	s.changedLocked()
 	s.mu.Unlock()
 

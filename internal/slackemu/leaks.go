@@ -8,7 +8,8 @@ import (
 
 // Leaks reports every place where the app sent needle to Slack: Web API
 // and response_url arguments (journal), every version of every message,
-// ephemeral messages, views, assistant statuses and ack payloads. Use it
+// ephemeral messages, views (home views included), assistant statuses,
+// files the app uploaded and ack payloads. Use it
 // with canary secrets; an empty result means the app never showed needle.
 // (What Slack sent to the app, such as a user's modal input, is not
 // searched.)
@@ -64,6 +65,11 @@ func (s *Server) Leaks(needle string) []string {
 	for i, st := range s.statuses {
 		if has(st.Status) || has(st.Loading) || has(st.Title) || has(st.Prompts) {
 			out = append(out, fmt.Sprintf("assistant status %d", i))
+		}
+	}
+	for _, f := range s.fileOrder {
+		if f.byApp && (has(string(f.Content)) || has(f.Name) || has(f.Title)) {
+			out = append(out, "file uploaded by the app "+f.ID)
 		}
 	}
 	for _, e := range s.envOrder {

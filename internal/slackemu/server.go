@@ -60,7 +60,7 @@ type Options struct {
 	ResponseURLTTL time.Duration
 
 	// RateLimits overrides the built-in limit of a method (key: method
-	// name, e.g. "chat.update"). See DefaultRateLimits.
+	// name, e.g. "chat.update"). See DefaultRateLimits and MoreRateLimits.
 	RateLimits map[string]RateLimit
 	// NoRateLimits turns every rate limit off.
 	NoRateLimits bool
@@ -81,6 +81,30 @@ type Options struct {
 	// dropped, as Slack is reported to do.
 	KeepLargeAcks bool
 
+	// OAuth configures the app's distribution settings for the OAuth v2
+	// install flow: client credentials, Redirect URLs, token rotation.
+	OAuth OAuthOptions
+	// NonMarketplace applies the limits Slack sets for commercially
+	// distributed apps outside the Marketplace: conversations.replies at
+	// 1 call a minute per workspace (Slack time) and at most 15 messages a
+	// page. It applies even with NoRateLimits. See SetNonMarketplace.
+	NonMarketplace bool
+	// HomeTabDisabled makes views.publish answer not_enabled, as for an
+	// app whose App Home tab is off.
+	HomeTabDisabled bool
+	// Shortcuts are the app's configured shortcuts; MessageShortcut and
+	// GlobalShortcut refuse other callback ids. Nil accepts any.
+	Shortcuts []Shortcut
+
+	// JournalLimit caps the journal, the ack log, the file download log
+	// and the settled (acked or failed) envelopes kept for inspection
+	// (entries each; the oldest are dropped). 0 keeps everything.
+	JournalLimit int
+	// FileBytesLimit caps the bytes of file contents kept (default
+	// 256 MiB); past it the oldest files lose their bytes and their URLs
+	// answer 404. A single file larger than the cap is refused.
+	FileBytesLimit int64
+
 	// Seed seeds socket choice and ack loss (0 = random).
 	Seed uint64
 	// Logger receives debug logs (nil = discard). Tokens are never logged.
@@ -96,9 +120,15 @@ type Team struct {
 	BotUserID string
 	BotID     string
 	BotName   string
-	BotToken  string // "xoxb-…"
-	Users     []User
-	Channels  []Channel
+	BotToken  string // "xoxb-…": a pinned installation; "" = not installed
+	// Scopes are the pinned bot token's scopes; nil grants every scope.
+	Scopes []string
+	// EnterpriseID / EnterpriseName place the workspace in an Enterprise
+	// Grid org ("E…"); "" outside Grid.
+	EnterpriseID   string
+	EnterpriseName string
+	Users          []User
+	Channels       []Channel
 }
 
 // User is a person (or bot) visible to users.info.
@@ -116,6 +146,9 @@ type User struct {
 	IsStranger        bool // external, from a shared channel
 	IsBot             bool
 	Deleted           bool
+	// EnterpriseID is the user's Grid org: users.info then carries
+	// enterprise_user.
+	EnterpriseID string
 }
 
 // Channel is a conversation: a public channel ("C…"), private channel
@@ -126,6 +159,9 @@ type Channel struct {
 	Private   bool
 	IMUser    string // for a DM: the human on the other side
 	BotMember bool   // the bot is in the channel (DMs: always)
+	// SharedTeams makes it a Slack Connect channel: these other workspaces
+	// share it (same id), and their tokens may use it.
+	SharedTeams []string
 }
 
 // IsIM reports whether the channel is a direct message.
@@ -214,7 +250,8 @@ type Server struct {
 	cond   chan struct{} // closed and replaced on every state change
 
 	teams    map[string]*teamState
-	byToken  map[string]*teamState
+	tokens   map[string]*tokenState
+	rosters  map[string]map[string]bool // team → users added to it
 	users    map[string]*User
 	channels map[string]*channelState
 
@@ -250,6 +287,20 @@ type Server struct {
 	connStats ConnStats
 	revoked   map[string]bool
 	defaults  map[string]RateLimit
+
+	installs   []*install
+	refreshes  map[string]*refreshToken
+	codes      map[string]*oauthCode
+	consent    Consent
+	usergroups map[string]*Usergroup
+	freePlan   map[string]bool
+
+	files     map[string]*fileState
+	fileOrder []*fileState
+	fileBytes int64
+	downloads []Download
+	homes     map[string]*View // published home views by team/user
+	uploads   map[string]*pendingUpload
 }
 
 type teamState struct {
@@ -283,6 +334,8 @@ func New(opts Options) *Server {
 		opts.Teams = DefaultTeams()
 	}
 	opts.RateLimits = maps.Clone(opts.RateLimits) // SetRateLimit writes it
+	opts.OAuth = opts.OAuth.withDefaults(scale)
+	opts.FileBytesLimit = cmp.Or(opts.FileBytesLimit, 256<<20)
 	seed := opts.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -300,7 +353,8 @@ func New(opts Options) *Server {
 		timers:     map[*time.Timer]struct{}{},
 		cond:       make(chan struct{}),
 		teams:      map[string]*teamState{},
-		byToken:    map[string]*teamState{},
+		tokens:     map[string]*tokenState{},
+		rosters:    map[string]map[string]bool{},
 		users:      map[string]*User{},
 		channels:   map[string]*channelState{},
 		faults:     map[string][]*Fault{},
@@ -317,6 +371,19 @@ func New(opts Options) *Server {
 		conns:      map[string]*conn{},
 		envelopes:  map[string]*Envelope{},
 		methods:    methodTable(),
+		defaults:   DefaultRateLimits(),
+		refreshes:  map[string]*refreshToken{},
+		codes:      map[string]*oauthCode{},
+		usergroups: map[string]*Usergroup{},
+		freePlan:   map[string]bool{},
+		files:      map[string]*fileState{},
+		homes:      map[string]*View{},
+		uploads:    map[string]*pendingUpload{},
+	}
+	for m, l := range MoreRateLimits() {
+		if _, ok := s.defaults[m]; !ok {
+			s.defaults[m] = l
+		}
 	}
 	for _, t := range opts.Teams {
 		s.AddTeam(t)
@@ -332,6 +399,11 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/api/", s.handleAPI)
 	mux.HandleFunc("/link/", s.handleLink)
 	mux.HandleFunc("/hooks/", s.handleResponseURL)
+	mux.HandleFunc("GET /oauth/v2/authorize", s.handleAuthorize)
+	mux.HandleFunc("GET /files-pri/", s.handleFile)
+	mux.HandleFunc("GET /files-tmb/", s.handleFile)
+	mux.HandleFunc("GET /{$}", s.handleSignIn)
+	mux.HandleFunc("POST /upload/v1/", s.handleUpload)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.serve)
@@ -384,9 +456,12 @@ func (s *Server) AddTeam(t Team) {
 	defer s.mu.Unlock()
 	ts := &teamState{Team: t}
 	ts.Users, ts.Channels = nil, nil
+	if old := s.teams[t.ID]; old != nil && old.BotToken != "" && old.BotToken != t.BotToken {
+		delete(s.tokens, old.BotToken)
+	}
 	s.teams[t.ID] = ts
 	if t.BotToken != "" {
-		s.byToken[t.BotToken] = ts
+		s.pinInstallLocked(ts)
 	}
 	for _, u := range t.Users {
 		s.addUserLocked(t.ID, u)
@@ -412,6 +487,10 @@ func (s *Server) addUserLocked(team string, u User) {
 		u.TeamID = team
 	}
 	s.users[u.ID] = &u
+	if s.rosters[team] == nil {
+		s.rosters[team] = map[string]bool{}
+	}
+	s.rosters[team][u.ID] = true
 }
 
 // AddChannel adds (or replaces) a channel of team.

@@ -288,12 +288,12 @@ func (s *Server) handleFrame(c *conn, typ int, data []byte) {
 	}
 	c.info.Acks++
 	if len(data) >= MaxAckBytes && !s.opts.KeepLargeAcks {
-		s.acks = append(s.acks, AckRecord{EnvelopeID: ack.EnvelopeID, Time: now, Conn: c.id, Dropped: "too_large", Bytes: len(data)})
+		s.ackLogLocked(AckRecord{EnvelopeID: ack.EnvelopeID, Time: now, Conn: c.id, Dropped: "too_large", Bytes: len(data)})
 		s.changedLocked()
 		return
 	}
 	if s.opts.AckDropRate > 0 && s.rng.Float64() < s.opts.AckDropRate {
-		s.acks = append(s.acks, AckRecord{EnvelopeID: ack.EnvelopeID, Time: now, Conn: c.id, Dropped: "lost", Bytes: len(data)})
+		s.ackLogLocked(AckRecord{EnvelopeID: ack.EnvelopeID, Time: now, Conn: c.id, Dropped: "lost", Bytes: len(data)})
 		s.changedLocked()
 		return
 	}

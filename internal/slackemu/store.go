@@ -22,6 +22,14 @@ type Message struct {
 	MarkdownText string
 	Blocks       json.RawMessage
 	Metadata     json.RawMessage
+	// Files are the ids of the files shared with the message (FileInfo
+	// has them).
+	Files []string
+	// Subtype is Slack's message subtype: "file_share" for a person's
+	// message with files, "bot_message" for a classic bot post, "" else.
+	Subtype    string
+	botName    string // another app's bot (UserPost.BotID)
+	sourceTeam string // UserPost.SourceTeam
 	// Chunks are the non-text stream chunks received (task_update,
 	// plan_update, blocks), in order.
 	Chunks []json.RawMessage
@@ -135,6 +143,7 @@ func copyMessage(m *Message) Message {
 	c := *m
 	c.History = slices.Clone(m.History)
 	c.Chunks = slices.Clone(m.Chunks)
+	c.Files = slices.Clone(m.Files)
 	if m.Reactions != nil {
 		c.Reactions = map[string][]string{}
 		for k, v := range m.Reactions {
@@ -293,12 +302,32 @@ func (s *Server) messageJSONLocked(m *Message) map[string]any {
 			out["parent_user_id"] = p.User
 		}
 	}
-	if m.BotID != "" {
+	if m.BotID != "" && m.botName != "" {
+		// Another app's bot.
+		out["bot_id"] = m.BotID
+		out["app_id"] = "A0" + m.BotID
+		out["bot_profile"] = map[string]any{"id": m.BotID, "app_id": "A0" + m.BotID, "name": m.botName, "team_id": m.Team, "deleted": false}
+		if m.Subtype == "bot_message" {
+			out["username"] = m.botName
+		}
+	} else if m.BotID != "" {
 		out["bot_id"] = m.BotID
 		out["app_id"] = s.opts.AppID
 		if t := s.teams[m.Team]; t != nil {
 			out["bot_profile"] = map[string]any{"id": m.BotID, "app_id": s.opts.AppID, "name": t.BotName, "team_id": t.ID, "deleted": false}
 		}
+	}
+	if m.Subtype != "" {
+		out["subtype"] = m.Subtype
+	}
+	if len(m.Files) > 0 {
+		var fs []any
+		for _, id := range m.Files {
+			if f := s.files[id]; f != nil {
+				fs = append(fs, s.fileJSONLocked(f))
+			}
+		}
+		out["files"], out["upload"], out["display_as_bot"] = fs, false, false
 	}
 	if len(m.Blocks) > 0 {
 		out["blocks"] = m.Blocks
@@ -318,15 +347,21 @@ func (s *Server) messageJSONLocked(m *Message) map[string]any {
 		out["edited"] = map[string]any{"user": m.User, "ts": m.History[len(m.History)-1].tsString()}
 	}
 	if m.ThreadTS == "" || m.ThreadTS == m.TS {
-		n := 0
+		n, latest := 0, ""
+		var users []string
 		for _, r := range s.order[m.Channel] {
 			if r.ThreadTS == m.TS && r.TS != m.TS && !r.Deleted {
 				n++
+				latest = r.TS
+				if !slices.Contains(users, r.User) {
+					users = append(users, r.User)
+				}
 			}
 		}
 		if n > 0 {
 			out["reply_count"] = n
 			out["thread_ts"] = m.TS
+			out["reply_users"], out["reply_users_count"], out["latest_reply"] = users, len(users), latest
 		}
 	}
 	return out

@@ -90,7 +90,7 @@ func (s *Server) chatStartStream(r *request) (map[string]any, error) {
 	}
 	m := &Message{
 		Team: r.team.ID, Channel: ch.ID, TS: s.newTSLocked(), ThreadTS: r.str("thread_ts"),
-		User: r.team.BotUserID, BotID: r.team.BotID, MarkdownText: md + ctext, Chunks: others,
+		User: r.botUser(), BotID: r.botID(), MarkdownText: md + ctext, Chunks: others,
 		Streaming: true, streamStart: time.Now(), Via: "chat.startStream",
 		RecipientTeam: r.str("recipient_team_id"), RecipientUser: r.str("recipient_user_id"),
 		UnfurlLinks: r.boolArg("unfurl_links"), UnfurlMedia: r.boolArg("unfurl_media"),

@@ -27,6 +27,9 @@ type View struct {
 	Updates    int
 }
 
+// maxViewBlocks is Slack's block limit for modals and Home tabs.
+const maxViewBlocks = 100
+
 type trigger struct {
 	team, user string
 	expires    time.Time
@@ -75,7 +78,8 @@ func (s *Server) setViewContentLocked(v *View, raw json.RawMessage) error {
 	if string(vr.Blocks) == "null" {
 		vr.Blocks = nil
 	}
-	if _, err := parseBlocks(vr.Blocks, "invalid_blocks"); err != nil {
+	// Modals and Home tabs take up to 100 blocks (messages 50).
+	if _, err := parseBlocksMax(vr.Blocks, "invalid_blocks", maxViewBlocks); err != nil {
 		return err
 	}
 	if len(raw) > 250*1024 {

@@ -23,7 +23,7 @@ type Call struct {
 	// strings, JSON-in-form fields (blocks, chunks, metadata, view, …) and
 	// JSON bodies decoded into Go values (map[string]any, []any, …).
 	Params    map[string]any
-	TokenKind string // "xoxb", "xapp", "" (missing) or "other"
+	TokenKind string // "xoxb" (rotating xoxe.xoxb- too), "xoxp", "xapp", "" (missing) or "other"
 	Status    int    // HTTP status
 	OK        bool
 	Error     string
@@ -100,8 +100,12 @@ type request struct {
 	form   url.Values
 	body   map[string]json.RawMessage // JSON body
 	token  string
+	tok    *tokenState // the bot or user token, once authenticated
 	team   *teamState
 	start  time.Time
+	// HTTP Basic credentials (oauth.v2.access client authentication).
+	basicUser, basicPass string
+	hasBasic             bool
 }
 
 // isJSONField reports whether a form field carries JSON.
@@ -175,9 +179,21 @@ func (r *request) raw(k string) (json.RawMessage, error) {
 	return json.RawMessage(v), nil
 }
 
-// journalParams renders the arguments for the journal, token removed.
+// secretParams are arguments the journal keeps only as "[redacted]"
+// (OAuth client secrets and refresh credentials).
+var secretParams = map[string]bool{"client_secret": true, "refresh_token": true, "code_verifier": true}
+
+// journalParams renders the arguments for the journal, token removed and
+// secrets redacted.
 func (r *request) journalParams() map[string]any {
 	out := map[string]any{}
+	defer func() {
+		for k := range out {
+			if secretParams[k] {
+				out[k] = "[redacted]"
+			}
+		}
+	}()
 	if r.body != nil {
 		for k, v := range r.body {
 			if k == "token" {
@@ -209,8 +225,10 @@ func tokenKind(tok string) string {
 	switch {
 	case tok == "":
 		return ""
-	case strings.HasPrefix(tok, "xoxb-"):
+	case strings.HasPrefix(tok, "xoxb-"), strings.HasPrefix(tok, "xoxe.xoxb-"):
 		return "xoxb"
+	case strings.HasPrefix(tok, "xoxp-"), strings.HasPrefix(tok, "xoxe.xoxp-"):
+		return "xoxp"
 	case strings.HasPrefix(tok, "xapp-"):
 		return "xapp"
 	}
@@ -244,6 +262,15 @@ func methodTable() map[string]handlerFunc {
 		"views.open":                            (*Server).viewsOpen,
 		"views.push":                            (*Server).viewsPush,
 		"views.update":                          (*Server).viewsUpdate,
+		"oauth.v2.access":                       (*Server).oauthAccess,
+		"apps.event.authorizations.list":        (*Server).eventAuthorizationsList,
+		"apps.uninstall":                        (*Server).appsUninstall,
+		"auth.revoke":                           (*Server).authRevoke,
+		"usergroups.users.list":                 (*Server).usergroupsUsersList,
+		"files.info":                            (*Server).filesInfo,
+		"views.publish":                         (*Server).viewsPublish,
+		"files.getUploadURLExternal":            (*Server).filesGetUploadURLExternal,
+		"files.completeUploadExternal":          (*Server).filesCompleteUploadExternal,
 	}
 }
 
@@ -288,7 +315,7 @@ func (s *Server) serveAPI(hr *http.Request, r *request) (status int, resp map[st
 		}
 		c.OK, _ = resp["ok"].(bool)
 		c.Error, _ = resp["error"].(string)
-		s.journal = append(s.journal, c)
+		s.journalLocked(c)
 		if status == http.StatusTooManyRequests {
 			s.limited[r.method]++
 		}
@@ -330,15 +357,18 @@ func (s *Server) serveAPI(hr *http.Request, r *request) (status int, resp map[st
 	// Slack takes GET (query arguments) as well as POST for every method;
 	// slack-go uses GET only for chat.getPermalink.
 	if err := s.authLocked(r); err != nil {
-		return http.StatusOK, fail(err.Error()), 0
+		return http.StatusOK, errResp(err), 0
 	}
-	if wait, limited := s.rateLimitLocked(r); limited {
+	if err := r.needScope(methodScopes[r.method]...); err != nil {
+		return http.StatusOK, errResp(err), 0
+	}
+	if wait, limited := s.methodLimitLocked(r); limited {
 		secs := max(1, int(math.Ceil(wait.Seconds())))
 		return http.StatusTooManyRequests, fail("ratelimited"), secs
 	}
 	out, err := h(s, r)
 	if err != nil {
-		return http.StatusOK, fail(err.Error()), 0
+		return http.StatusOK, errResp(err), 0
 	}
 	if out == nil {
 		out = map[string]any{}
@@ -349,11 +379,22 @@ func (s *Server) serveAPI(hr *http.Request, r *request) (status int, resp map[st
 
 func fail(code string) map[string]any { return map[string]any{"ok": false, "error": code} }
 
+// errResp renders a handler error, with the extra fields some errors
+// carry (missing_scope: needed, provided).
+func errResp(err error) map[string]any {
+	resp := fail(err.Error())
+	if fe, ok := err.(interface{ fields() map[string]any }); ok {
+		maps.Copy(resp, fe.fields())
+	}
+	return resp
+}
+
 // decode reads the token and arguments from the query, form or JSON body.
 func (s *Server) decode(hr *http.Request, r *request) error {
 	if auth := hr.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
 		r.token = strings.TrimSpace(strings.TrimPrefix(auth, "Bearer "))
 	}
+	r.basicUser, r.basicPass, r.hasBasic = hr.BasicAuth()
 	body, err := io.ReadAll(io.LimitReader(hr.Body, 8<<20))
 	if err != nil {
 		return apiError("request_timeout")
@@ -388,42 +429,6 @@ func (s *Server) decode(hr *http.Request, r *request) error {
 	return nil
 }
 
-// resolveTeamLocked sets r.team from a bot token, for journaling.
-func (s *Server) resolveTeamLocked(r *request) {
-	if r.team == nil {
-		r.team = s.byToken[r.token]
-	}
-}
-
-// authLocked checks the token: xapp- only for apps.connections.open,
-// xoxb- everywhere else.
-func (s *Server) authLocked(r *request) error {
-	if r.token == "" {
-		return apiError("not_authed")
-	}
-	if s.revoked[r.token] {
-		return apiError("token_revoked")
-	}
-	if r.method == "apps.connections.open" {
-		if tokenKind(r.token) != "xapp" {
-			return apiError("not_allowed_token_type")
-		}
-		if r.token != s.opts.AppToken {
-			return apiError("invalid_auth")
-		}
-		return nil
-	}
-	if tokenKind(r.token) == "xapp" {
-		return apiError("not_allowed_token_type")
-	}
-	t := s.byToken[r.token]
-	if t == nil {
-		return apiError("invalid_auth")
-	}
-	r.team = t
-	return nil
-}
-
 func (s *Server) takeFaultLocked(method string) *Fault {
 	for _, key := range []string{method, "*"} {
 		q := s.faults[key]
@@ -441,71 +446,4 @@ func (s *Server) takeFaultLocked(method string) *Fault {
 		return &cp
 	}
 	return nil
-}
-
-func (s *Server) authTest(r *request) (map[string]any, error) {
-	t := r.team
-	return map[string]any{
-		"url":                   "https://" + t.Domain + ".slack.com/",
-		"team":                  t.Name,
-		"user":                  t.BotName,
-		"team_id":               t.ID,
-		"user_id":               t.BotUserID,
-		"bot_id":                t.BotID,
-		"is_enterprise_install": false,
-	}, nil
-}
-
-func (s *Server) teamInfo(r *request) (map[string]any, error) {
-	id := r.str("team")
-	if id == "" {
-		id = r.team.ID
-	}
-	t := s.teams[id]
-	if t == nil {
-		return nil, apiError("team_not_found")
-	}
-	return map[string]any{"team": map[string]any{"id": t.ID, "name": t.Name, "domain": t.Domain}}, nil
-}
-
-func (s *Server) usersInfo(r *request) (map[string]any, error) {
-	id := r.str("user")
-	if id == "" {
-		return nil, apiError("user_not_found")
-	}
-	u := s.users[id]
-	if u == nil {
-		return nil, apiError("user_not_found")
-	}
-	return map[string]any{"user": userJSON(u)}, nil
-}
-
-func userJSON(u *User) map[string]any {
-	return map[string]any{
-		"id": u.ID, "team_id": u.TeamID, "name": u.Name, "real_name": u.RealName, "deleted": u.Deleted,
-		"is_admin": u.IsAdmin, "is_owner": u.IsOwner, "is_primary_owner": u.IsPrimaryOwner,
-		"is_restricted": u.IsRestricted, "is_ultra_restricted": u.IsUltraRestricted,
-		"is_stranger": u.IsStranger, "is_bot": u.IsBot, "is_app_user": false,
-		"profile": map[string]any{
-			"real_name": u.RealName, "display_name": u.DisplayName,
-			"real_name_normalized": u.RealName, "display_name_normalized": u.DisplayName,
-			"team": u.TeamID,
-		},
-	}
-}
-
-func (s *Server) conversationsInfo(r *request) (map[string]any, error) {
-	c := s.channels[r.str("channel")]
-	if c == nil || (c.team != r.team.ID) {
-		return nil, apiError("channel_not_found")
-	}
-	ch := map[string]any{
-		"id": c.ID, "name": c.Name, "is_channel": !c.IsIM() && !c.Private, "is_group": c.Private,
-		"is_im": c.IsIM(), "is_private": c.Private || c.IsIM(), "is_member": c.BotMember || c.IsIM(),
-		"context_team_id": c.team,
-	}
-	if c.IsIM() {
-		ch["user"] = c.IMUser
-	}
-	return map[string]any{"channel": ch}, nil
 }

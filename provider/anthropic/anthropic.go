@@ -3,7 +3,6 @@ package anthropic
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +81,7 @@ func New(opts Options) *Client {
 // message_stop yields an error wrapping provider.ErrTruncated.
 func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[provider.Event, error] {
 	return func(yield func(provider.Event, error) bool) {
-		body, err := json.Marshal(buildRequest(req, c.maxTokens, c.caching, c.log))
+		body, err := buildRequest(req, c.maxTokens, c.caching, c.log).encode()
 		if err != nil {
 			yield(provider.Event{}, fmt.Errorf("anthropic: encoding request: %w", err))
 			return
@@ -92,6 +91,10 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[pro
 		h.Set("anthropic-version", c.version)
 		s, err := c.tr.Post(ctx, c.url, h, body)
 		if err != nil {
+			var ae *provider.APIError
+			if errors.As(err, &ae) && !ae.ContextLength && requestHasMedia(req) && provider.MediaRefusal(ae.Status, ae.Message) {
+				ae.MediaUnsupported = true
+			}
 			yield(provider.Event{}, c.wrap(err))
 			return
 		}

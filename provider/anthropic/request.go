@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
-	"github.com/bobbinbot/bobbin/provider/internal/shape"
+	"github.com/bobbinbot/bobbin/provider/internal/splice"
 )
 
 // wireRequest is the body of POST /v1/messages.
@@ -19,6 +19,18 @@ type wireRequest struct {
 	Tools       []wireTool    `json:"tools,omitempty"`
 	Temperature *float64      `json:"temperature,omitempty"`
 	Stream      bool          `json:"stream"`
+
+	// media holds the image and PDF bytes spliced in by encode.
+	media *splice.Splicer
+}
+
+// encode marshals w with its media spliced in.
+func (w *wireRequest) encode() ([]byte, error) {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	return w.media.Splice(b)
 }
 
 type wireMessage struct {
@@ -58,9 +70,10 @@ type toolUseBlock struct {
 }
 
 type toolResultBlock struct {
-	Type         string        `json:"type"` // "tool_result"
-	ToolUseID    string        `json:"tool_use_id"`
-	Content      []textBlock   `json:"content,omitempty"`
+	Type      string `json:"type"` // "tool_result"
+	ToolUseID string `json:"tool_use_id"`
+	// Content holds textBlock and imageBlock values.
+	Content      []any         `json:"content,omitempty"`
 	IsError      bool          `json:"is_error,omitempty"`
 	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
@@ -85,8 +98,9 @@ var emptyObject = json.RawMessage(`{}`)
 
 // shaper builds the messages list of the wire body.
 type shaper struct {
-	log  *slog.Logger
-	msgs []wireMessage
+	log   *slog.Logger
+	msgs  []wireMessage
+	media *splice.Splicer
 }
 
 // buildRequest converts a normalized request into the Messages wire body.
@@ -123,9 +137,9 @@ func buildRequest(req provider.Request, maxTokens int, caching bool, log *slog.L
 	if caching && len(w.Tools) > 0 {
 		w.Tools[len(w.Tools)-1].CacheControl = ephemeral
 	}
-	s := &shaper{log: log}
+	s := &shaper{log: log, media: splice.New()}
 	s.messages(msgs)
-	w.Messages = s.msgs
+	w.Messages, w.media = s.msgs, s.media
 	if w.Messages == nil {
 		w.Messages = []wireMessage{}
 	}
@@ -152,6 +166,12 @@ func cacheConversation(msgs []wireMessage) {
 		b.CacheControl = ephemeral
 		content[len(content)-1] = b
 	case toolResultBlock:
+		b.CacheControl = ephemeral
+		content[len(content)-1] = b
+	case imageBlock:
+		b.CacheControl = ephemeral
+		content[len(content)-1] = b
+	case documentBlock:
 		b.CacheControl = ephemeral
 		content[len(content)-1] = b
 	}
@@ -187,7 +207,7 @@ func (s *shaper) messages(msgs []provider.Message) {
 			// the Messages API has no mid-conversation system role.
 			s.addText("user", m.Content)
 		case provider.RoleUser:
-			s.addText("user", shape.SpeakerPrefix(m)+m.Content)
+			s.user(m)
 		case provider.RoleAssistant:
 			s.assistant(m)
 			if len(m.ToolCalls) == 0 {
@@ -267,12 +287,13 @@ func (s *shaper) toolResults(calls []provider.ToolCall, results []provider.Messa
 		switch {
 		case !ok:
 			b.IsError = true
-			b.Content = []textBlock{{Type: "text", Text: abortedToolResult}}
+			b.Content = []any{textBlock{Type: "text", Text: abortedToolResult}}
 		default:
 			b.IsError = r.IsError
 			if r.Content != "" {
-				b.Content = []textBlock{{Type: "text", Text: r.Content}}
+				b.Content = []any{textBlock{Type: "text", Text: r.Content}}
 			}
+			b.Content = append(b.Content, s.toolResultParts(r.Parts)...)
 		}
 		s.add("user", b)
 	}

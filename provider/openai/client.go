@@ -11,7 +11,17 @@
 // message whose speaker is known starts with "[Name (ID)] " (or "[Name] ",
 // "[ID] "); each tool result is its own "tool" message; an assistant message
 // with tool calls always carries reasoning_content (DeepSeek requires it);
-// a call without a result gets a synthesized error result.
+// a call without a result gets a synthesized error result. A user message
+// with images or PDFs has an array content of text, image_url (data URL)
+// and file parts; text files and notes are inlined text, and without media
+// the content stays one string. A tool's images are notes in its tool
+// message (Chat Completions tool results are text).
+//
+// Optional parameters adapt to the endpoint: max_tokens or
+// max_completion_tokens (Options.TokenParam), and stream_options, each
+// retried once in the other form on the server's 400 refusal. A refusal of
+// the request's images or PDFs is an APIError matching
+// provider.ErrMediaUnsupported, for the caller to retry without them.
 //
 // Stream ends: [DONE], or a clean end of body after a finish reason, is a
 // normal end; anything else is provider.ErrTruncated. After finish_reason
@@ -30,6 +40,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/provider/internal/sse"
@@ -50,13 +62,28 @@ type Options struct {
 	MidConversationSystem bool
 	// IncludeUsage asks for the final usage chunk
 	// (stream_options.include_usage); nil means true. Set it to false for
-	// servers that reject stream_options.
+	// servers that reject stream_options. When it is on and a server
+	// answers 400 naming stream_options, the request is retried once
+	// without it and the client stops sending it (for the process).
 	IncludeUsage *bool
-	// MaxCompletionTokens sends Request.MaxTokens as max_completion_tokens
-	// (required by OpenAI's reasoning models) instead of max_tokens (which
-	// every compatible server understands).
+	// TokenParam says how Request.MaxTokens is sent: TokenParamMaxTokens,
+	// TokenParamMaxCompletionTokens, or TokenParamAuto (the default, also
+	// for ""): max_completion_tokens for the model families that require it
+	// (OpenAI's o-series and gpt-5), max_tokens otherwise, and on a 400
+	// "unsupported parameter" naming the one sent, one retry with the
+	// other, remembered for the model.
+	TokenParam string
+	// MaxCompletionTokens is the older switch for TokenParam =
+	// TokenParamMaxCompletionTokens; it applies when TokenParam is empty.
 	MaxCompletionTokens bool
 }
+
+// Values of Options.TokenParam (LLM_OPENAI_TOKEN_PARAM).
+const (
+	TokenParamAuto                = "auto"
+	TokenParamMaxTokens           = "max_tokens"
+	TokenParamMaxCompletionTokens = "max_completion_tokens"
+)
 
 // Client streams chat completions. It is safe for concurrent use.
 type Client struct {
@@ -64,6 +91,13 @@ type Client struct {
 	url  string
 	log  *slog.Logger
 	t    *transport.Client
+
+	tokenMode string // one of the TokenParam constants
+	// learned maps a model name to the token parameter its endpoint
+	// accepted after refusing the other one (auto mode).
+	learned sync.Map
+	// noStreamOptions is set once the endpoint refused stream_options.
+	noStreamOptions atomic.Bool
 }
 
 var _ provider.Provider = (*Client)(nil)
@@ -78,11 +112,20 @@ func New(opts Options) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	mode := opts.TokenParam
+	switch {
+	case mode == TokenParamMaxTokens, mode == TokenParamMaxCompletionTokens:
+	case mode == "" && opts.MaxCompletionTokens:
+		mode = TokenParamMaxCompletionTokens
+	default:
+		mode = TokenParamAuto
+	}
 	return &Client{
-		opts: opts,
-		url:  base + "/chat/completions",
-		log:  log,
-		t:    transport.New(transport.Config{Provider: "openai", Options: opts.ClientOptions, DecodeError: decodeHTTPError}),
+		opts:      opts,
+		url:       base + "/chat/completions",
+		log:       log,
+		t:         transport.New(transport.Config{Provider: "openai", Options: opts.ClientOptions, DecodeError: decodeHTTPError}),
+		tokenMode: mode,
 	}
 }
 
@@ -93,21 +136,34 @@ func New(opts Options) *Client {
 // the loop cancels the request. Retries happen only before the first byte.
 func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq2[provider.Event, error] {
 	return func(yield func(provider.Event, error) bool) {
-		body, err := c.requestBody(req)
-		if err != nil {
-			yield(provider.Event{}, fmt.Errorf("openai: encoding request: %w", err))
-			return
-		}
 		var hdr http.Header
 		if c.opts.APIKey != "" {
 			hdr = http.Header{"Authorization": {"Bearer " + c.opts.APIKey}}
 		}
-		s, err := c.t.Post(ctx, c.url, hdr, body)
-		if err != nil {
+		v := c.variant(req.Model)
+		var s *transport.Stream
+		for {
+			body, err := c.requestBody(req, v)
+			if err != nil {
+				yield(provider.Event{}, fmt.Errorf("openai: encoding request: %w", err))
+				return
+			}
+			s, err = c.t.Post(ctx, c.url, hdr, body)
+			if err == nil {
+				break
+			}
 			var ae *provider.APIError
 			if !errors.As(err, &ae) {
 				// An APIError names the provider itself.
-				err = fmt.Errorf("openai: request: %w", err)
+				yield(provider.Event{}, fmt.Errorf("openai: request: %w", err))
+				return
+			}
+			if next, ok := c.adapt(ctx, ae, req, v); ok {
+				v = next
+				continue
+			}
+			if !ae.ContextLength && requestHasMedia(req) && provider.MediaRefusal(ae.Status, ae.Message) {
+				ae.MediaUnsupported = true
 			}
 			yield(provider.Event{}, err)
 			return

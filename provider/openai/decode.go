@@ -89,6 +89,8 @@ type errorBody struct {
 	Message string          `json:"message"`
 	Type    string          `json:"type"`
 	Code    json.RawMessage `json:"code"`
+	// Param names the refused field ("max_tokens"), or is null.
+	Param json.RawMessage `json:"param"`
 }
 
 // callAcc accumulates one tool call.
@@ -395,7 +397,7 @@ func decodeHTTPError(_ int, body []byte) *provider.APIError {
 			}
 		}
 	}
-	ae := &provider.APIError{Type: eb.Type, Code: codeString(eb.Code), Message: transport.Shorten(eb.Message)}
+	ae := &provider.APIError{Type: eb.Type, Code: codeString(eb.Code), Param: codeString(eb.Param), Message: transport.Shorten(eb.Message)}
 	classify(ae)
 	return ae
 }

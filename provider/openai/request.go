@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/provider"
-	"github.com/bobbinbot/bobbin/provider/internal/shape"
+	"github.com/bobbinbot/bobbin/provider/internal/splice"
 )
 
 type chatRequest struct {
@@ -40,8 +40,11 @@ type chatFunction struct {
 // calls (DeepSeek answers 400 "Missing reasoning_content field" otherwise,
 // even when it is "") and nowhere else.
 type chatMessage struct {
-	Role       string
-	Content    string
+	Role    string
+	Content string
+	// Parts, when set, replace Content with an array of content parts (a
+	// user message carrying images or PDFs).
+	Parts      []any
 	ToolCalls  []chatToolCall
 	ToolCallID string
 	Reasoning  string
@@ -80,6 +83,12 @@ func (m chatMessage) MarshalJSON() ([]byte, error) {
 			ToolCalls        []chatToolCall `json:"tool_calls"`
 		}{m.Role, content, m.Reasoning, m.ToolCalls})
 	}
+	if m.Parts != nil {
+		return json.Marshal(struct {
+			Role    string `json:"role"`
+			Content []any  `json:"content"`
+		}{m.Role, m.Parts})
+	}
 	return json.Marshal(struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
@@ -89,19 +98,21 @@ func (m chatMessage) MarshalJSON() ([]byte, error) {
 // emptySchema is sent for a tool without an input schema.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// requestBody builds the chat/completions JSON for req.
-func (c *Client) requestBody(req provider.Request) ([]byte, error) {
+// requestBody builds the chat/completions JSON for req, spelling the
+// optional parameters as v says.
+func (c *Client) requestBody(req provider.Request, v variant) ([]byte, error) {
+	sp := splice.New()
 	cr := chatRequest{
 		Model:       req.Model,
-		Messages:    c.messages(req.Messages),
+		Messages:    c.messages(req.Messages, sp),
 		Temperature: req.Temperature,
 		Stream:      true,
 	}
-	if c.opts.IncludeUsage == nil || *c.opts.IncludeUsage {
+	if v.streamUsage {
 		cr.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
 	if req.MaxTokens > 0 {
-		if c.opts.MaxCompletionTokens {
+		if v.tokenParam == TokenParamMaxCompletionTokens {
 			cr.MaxCompletionTokens = req.MaxTokens
 		} else {
 			cr.MaxTokens = req.MaxTokens
@@ -114,7 +125,11 @@ func (c *Client) requestBody(req provider.Request) ([]byte, error) {
 		}
 		cr.Tools = append(cr.Tools, chatTool{Type: "function", Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
-	return json.Marshal(cr)
+	body, err := json.Marshal(cr)
+	if err != nil {
+		return nil, err
+	}
+	return sp.Splice(body)
 }
 
 // messages converts the conversation:
@@ -131,7 +146,7 @@ func (c *Client) requestBody(req provider.Request) ([]byte, error) {
 //     error result, because the API rejects unanswered tool_call ids; a
 //     result whose call is not in the preceding assistant message becomes
 //     user text, for the same reason.
-func (c *Client) messages(in []provider.Message) []chatMessage {
+func (c *Client) messages(in []provider.Message, sp *splice.Splicer) []chatMessage {
 	out := make([]chatMessage, 0, len(in)+1)
 	leading := true
 	// pending are the ids of the last assistant message's calls not yet
@@ -167,7 +182,8 @@ func (c *Client) messages(in []provider.Message) []chatMessage {
 			}
 			out = append(out, chatMessage{Role: role, Content: m.Content})
 		case provider.RoleUser:
-			out = append(out, chatMessage{Role: "user", Content: shape.SpeakerPrefix(m) + m.Content})
+			text, parts := userContent(m, sp)
+			out = append(out, chatMessage{Role: "user", Content: text, Parts: parts})
 		case provider.RoleAssistant:
 			if m.Content == "" && len(m.ToolCalls) == 0 {
 				// An answer interrupted before any text says nothing, and
@@ -193,6 +209,7 @@ func (c *Client) messages(in []provider.Message) []chatMessage {
 			if m.IsError {
 				content = "Error: " + content
 			}
+			content = withToolParts(content, m.Parts)
 			i := indexCall(pending, m.ToolCallID)
 			if i < 0 {
 				c.log.Warn("openai: tool result without a matching call sent as user text", slog.String("tool_call_id", m.ToolCallID))

@@ -436,7 +436,7 @@ func TestHTTPErrors(t *testing.T) {
 		{
 			name: "context length", status: 400, attempts: 1,
 			body: `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
-			want: &provider.APIError{Provider: "openai", Status: 400, Type: "invalid_request_error", Code: "context_length_exceeded", ContextLength: true,
+			want: &provider.APIError{Provider: "openai", Status: 400, Type: "invalid_request_error", Code: "context_length_exceeded", Param: "messages", ContextLength: true,
 				Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."},
 		},
 		{

@@ -302,6 +302,7 @@ func CloneRequest(r provider.Request) provider.Request {
 func cloneMessage(m provider.Message) provider.Message {
 	m.Reasoning = slices.Clone(m.Reasoning)
 	m.ToolCalls = slices.Clone(m.ToolCalls)
+	m.Parts = slices.Clone(m.Parts)
 	m.Meta = maps.Clone(m.Meta)
 	return m
 }

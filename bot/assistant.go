@@ -1,0 +1,100 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// The assistant pane. Slack says which channel the person is viewing when
+// they open an assistant thread (assistant_thread_started) and each time
+// they move (assistant_thread_context_changed). The bot records it for the
+// thread's session and, when it changed since the model last heard, puts a
+// line in front of the person's next message: new content is appended, so
+// the prompt prefix stays cacheable.
+
+// paneStore is session.Store's record of pane contexts. A Store without it
+// (tests' fakes) records nothing.
+type paneStore interface {
+	SetPaneContext(ctx context.Context, k session.ThreadKey, c session.PaneContext) (bool, error)
+	PaneContext(ctx context.Context, k session.ThreadKey) (session.PaneContext, error)
+}
+
+// paneExtra is the session metadata key of the channel the model was last
+// told the person is viewing.
+const paneExtra = "pane_channel"
+
+// suggestedPrompts are offered when an assistant thread opens. Each is
+// something the bot can do without tools or channel history (it reads
+// neither channels nor files); manifest.yaml offers the same ones.
+var suggestedPrompts = []slack.AssistantThreadsPrompt{
+	{Title: "What can you do?", Message: "What can you do, and which tools do you have here?"},
+	{Title: "Draft a message", Message: "Help me draft a short announcement for my team."},
+	{Title: "Review my writing", Message: "I'll paste some text next: review it for clarity and tone and suggest improvements."},
+}
+
+// recordPane stores the pane context an assistant event carries; false
+// when it could not be stored (the event is then not acked, so Slack
+// redelivers it).
+func (b *Bot) recordPane(ctx context.Context, m inbound) bool {
+	ps, ok := b.store.(paneStore)
+	if !ok || m.Pane == nil {
+		return true
+	}
+	if _, err := ps.SetPaneContext(ctx, m.key(), *m.Pane); err != nil {
+		b.log.Warn("bot: cannot record the assistant pane's context; not acking", append(threadAttrs(m.Team, m.Channel, m.ThreadTS), "err", err)...)
+		return false
+	}
+	return true
+}
+
+// paneNote is the line telling the model where the person is, when that
+// changed since it was last told ("" otherwise); it records the change in
+// meta. Only assistant threads (in DMs) have a pane.
+func (b *Bot) paneNote(ctx context.Context, k session.ThreadKey, meta *session.Meta) string {
+	ps, ok := b.store.(paneStore)
+	if !ok || !strings.HasPrefix(k.Channel, "D") {
+		return ""
+	}
+	pc, err := ps.PaneContext(ctx, k)
+	if err != nil {
+		if !errors.Is(err, session.ErrNotFound) {
+			b.log.Warn("bot: cannot read the assistant pane's context", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+		}
+		return ""
+	}
+	if pc.ChannelID == "" || meta.Extra[paneExtra] == pc.ChannelID {
+		return ""
+	}
+	if meta.Extra == nil {
+		meta.Extra = map[string]string{}
+	}
+	meta.Extra[paneExtra] = pc.ChannelID
+	where := "a direct message conversation"
+	if !strings.HasPrefix(pc.ChannelID, "D") {
+		where = "the channel #" + b.names.channel(ctx, b, k.Team, pc.ChannelID) + " (" + pc.ChannelID + ")"
+	}
+	return "[Slack: while writing this, the person is viewing " + where + ".]"
+}
+
+// suggestPrompts answers assistant_thread_started with suggested prompts.
+func (b *Bot) suggestPrompts(ctx context.Context, m inbound) {
+	c := slackCall{team: m.Team, method: "assistant.threads.setSuggestedPrompts", prio: prioLossy,
+		merge: m.Channel + ":" + m.ThreadTS, wait: 5 * time.Second}
+	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+			ChannelID: m.Channel,
+			ThreadTS:  m.ThreadTS,
+			Title:     "Try asking",
+			Prompts:   suggestedPrompts,
+		})
+	})
+	if err != nil {
+		b.log.Debug("bot: suggested prompts failed", "err", err)
+	}
+}

@@ -1,0 +1,122 @@
+package bot
+
+import (
+	"slices"
+	"strings"
+)
+
+// The bot-token scopes the bot needs follow from what it does: the Web API
+// methods it calls, the events it handles and the app features it uses.
+// These tables are that knowledge in one place. scopes_test.go finds the
+// slack-go methods the bot's sources call and checks that each has a row
+// here, that every row is called, and that manifest.yaml asks for exactly
+// the scopes they add up to; Authenticate warns at start-up when the
+// installed token lacks one. Calling another Slack method means adding its
+// row here (and its scopes to manifest.yaml when they are new).
+
+// webMethod is one Slack Web API method the bot calls: the slack-go
+// *slack.Client methods it calls it with and the bot-token scopes the bot's
+// use of it needs (Slack's documented requirement; none for methods that
+// need no scope). Where Slack accepts one scope per conversation type, the
+// row lists the types the bot works in.
+type webMethod struct {
+	name   string
+	goAPI  []string
+	scopes []string
+}
+
+var webMethods = []webMethod{
+	{"auth.test", []string{"AuthTest", "AuthTestContext"}, nil},
+	// Socket Mode's own call, made with the app-level token at start-up
+	// (connections:write is an app-token scope, not a bot scope).
+	{"apps.connections.open", []string{"StartSocketMode", "StartSocketModeContext"}, nil},
+	{"chat.postMessage", []string{"PostMessage", "PostMessageContext", "SendMessage", "SendMessageContext"}, []string{"chat:write"}},
+	{"chat.update", []string{"UpdateMessage", "UpdateMessageContext"}, []string{"chat:write"}},
+	{"chat.delete", []string{"DeleteMessage", "DeleteMessageContext"}, []string{"chat:write"}},
+	{"chat.postEphemeral", []string{"PostEphemeral", "PostEphemeralContext"}, []string{"chat:write"}},
+	{"chat.startStream", []string{"StartStream", "StartStreamContext"}, []string{"chat:write"}},
+	{"chat.appendStream", []string{"AppendStream", "AppendStreamContext"}, []string{"chat:write"}},
+	{"chat.stopStream", []string{"StopStream", "StopStreamContext"}, []string{"chat:write"}},
+	{"assistant.threads.setStatus", []string{"SetAssistantThreadsStatus", "SetAssistantThreadsStatusContext"}, []string{"assistant:write"}},
+	{"assistant.threads.setSuggestedPrompts", []string{"SetAssistantThreadsSuggestedPrompts", "SetAssistantThreadsSuggestedPromptsContext"}, []string{"assistant:write"}},
+	{"reactions.add", []string{"AddReaction", "AddReactionContext"}, []string{"reactions:write"}},
+	{"users.info", []string{"GetUserInfo", "GetUserInfoContext"}, []string{"users:read"}},
+	{"team.info", []string{"GetTeamInfo", "GetTeamInfoContext"}, []string{"team:read"}},
+	// Channel names for the system prompt and the assistant pane's
+	// context: public and private channels (never DMs).
+	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},
+	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
+}
+
+// botEvents are the event subscriptions the bot handles (decodeEvent), with
+// the bot scope each needs. manifest.yaml subscribes to exactly these.
+var botEvents = map[string]string{
+	"app_mention":                      "app_mentions:read",
+	"message.channels":                 "channels:history",
+	"message.groups":                   "groups:history",
+	"message.im":                       "im:history",
+	"assistant_thread_started":         "assistant:write",
+	"assistant_thread_context_changed": "assistant:write",
+}
+
+// botFeatures are the app features (manifest "features" keys) the bot uses
+// that need a scope: the /bobbin slash command and the assistant pane.
+var botFeatures = map[string]string{
+	"slash_commands": "commands",
+	"assistant_view": "assistant:write",
+}
+
+// webMethodOf returns the row of a slack-go method name.
+func webMethodOf(goName string) (webMethod, bool) {
+	for _, m := range webMethods {
+		if slices.Contains(m.goAPI, goName) {
+			return m, true
+		}
+	}
+	return webMethod{}, false
+}
+
+// requiredScopes is the sorted union of the scopes of every Web API
+// method, event and feature the bot uses: what the installed bot token must
+// carry.
+func requiredScopes() []string {
+	set := map[string]bool{}
+	for _, m := range webMethods {
+		for _, s := range m.scopes {
+			set[s] = true
+		}
+	}
+	for _, s := range botEvents {
+		set[s] = true
+	}
+	for _, s := range botFeatures {
+		set[s] = true
+	}
+	delete(set, "")
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// missingScopes lists the scopes of want that granted (Slack's
+// X-OAuth-Scopes header: comma-separated) lacks; nil when granted is
+// empty, since not every Slack (or emulator) sends it.
+func missingScopes(granted string, want []string) []string {
+	if strings.TrimSpace(granted) == "" {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, s := range strings.Split(granted, ",") {
+		have[strings.TrimSpace(s)] = true
+	}
+	var out []string
+	for _, s := range want {
+		if !have[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// TokenError means Slack refused one of the bot's tokens: nothing will work
+// until the operator fixes the variable it names, so start-up fails with it.
+type TokenError struct {
+	// Var is the environment variable holding the token: SLACK_BOT_TOKEN
+	// or SLACK_APP_TOKEN.
+	Var string
+	// Code is Slack's error code (invalid_auth, token_revoked, …) or the
+	// HTTP status.
+	Code string
+}
+
+func (e *TokenError) Error() string {
+	msg := e.Var + " was rejected by Slack (" + e.Code + ")"
+	if e.Var == appTokenVar {
+		msg += ": it must be an app-level token (xapp-) of this app with the connections:write scope, and Socket Mode must be on"
+	}
+	return msg
+}
+
+const (
+	botTokenVar = "SLACK_BOT_TOKEN"
+	appTokenVar = "SLACK_APP_TOKEN"
+)
+
+// transientCodes are Slack error codes that say "try again", not "this
+// token is wrong".
+var transientCodes = map[string]bool{
+	"ratelimited": true, "internal_error": true, "fatal_error": true,
+	"service_unavailable": true, "request_timeout": true,
+}
+
+// tokenRejection returns the TokenError for err when it is Slack refusing
+// the token in variable v, nil when err is something to retry (network,
+// 5xx, 429).
+func tokenRejection(v string, err error) *TokenError {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && se.Err != "" && !transientCodes[se.Err] {
+		return &TokenError{Var: v, Code: se.Err}
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) && (sc.Code == http.StatusUnauthorized || sc.Code == http.StatusForbidden || sc.Code == http.StatusNotFound) {
+		return &TokenError{Var: v, Code: fmt.Sprintf("HTTP %d", sc.Code)}
+	}
+	// socketmode reports fatal auth errors by their bare code.
+	switch err.Error() {
+	case "invalid_auth", "account_inactive", "not_authed", "token_revoked":
+		return &TokenError{Var: v, Code: err.Error()}
+	}
+	return nil
+}
+
+// Authenticate checks both tokens with Slack before the bot serves: the
+// bot token with auth.test (which also tells the bot who it is) and the app
+// token with apps.connections.open (the socket URL it returns is not used).
+// A token Slack rejects is a *TokenError; anything else (network, Slack
+// errors that mean "later") is retried with backoff until ctx ends. Run
+// calls it when the caller did not.
+func (b *Bot) Authenticate(ctx context.Context) error {
+	if b.authed.Load() {
+		return nil
+	}
+	var id *slack.AuthTestResponse
+	if err := b.untilAnswered(ctx, "auth.test", func() (err error) {
+		id, err = b.api.AuthTestContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if te := tokenRejection(botTokenVar, err); te != nil {
+			return te
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := b.untilAnswered(ctx, "apps.connections.open", func() error {
+		_, _, err := b.api.StartSocketModeContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if te := tokenRejection(appTokenVar, err); te != nil {
+			return te
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	b.botUserID, b.botID, b.teamID = id.UserID, id.BotID, id.TeamID
+	b.authed.Store(true)
+	b.log.Info("bot: authenticated", "team", id.TeamID, "bot_user", id.UserID, "replica", b.opts.ReplicaID)
+	if missing := missingScopes(id.Header.Get("X-OAuth-Scopes"), requiredScopes()); len(missing) > 0 {
+		b.log.Warn("bot: the bot token lacks scopes the bot uses; update the app from manifest.yaml and reinstall it",
+			"missing", strings.Join(missing, ","))
+	}
+	return nil
+}
+
+// untilAnswered runs call until it succeeds, fails with a *TokenError, or
+// ctx ends, waiting 1 s doubling to 30 s between attempts.
+func (b *Bot) untilAnswered(ctx context.Context, method string, call func() error) error {
+	backoff := time.Second
+	for {
+		err := call()
+		var te *TokenError
+		if err == nil || errors.As(err, &te) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", method, context.Cause(ctx))
+		}
+		wait := backoff
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			wait = max(wait, rl.RetryAfter)
+		}
+		b.health.fail("Slack did not answer "+method+" at start-up: "+err.Error(), false) // for /readyz
+		b.log.Warn("bot: Slack did not answer at start-up; retrying", "method", method, "err", err, "backoff", wait)
+		if !sleepCtx(ctx, wait) {
+			return fmt.Errorf("%s: %w", method, context.Cause(ctx))
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// socketHealth is why this replica has no socket, for /readyz and the log.
+// A reason the operator must act on (a rejected app token, Socket Mode
+// turned off) is sticky: it stays until a socket opens again, and is logged
+// at ERROR once rather than on every retry.
+type socketHealth struct {
+	mu     sync.Mutex
+	reason string
+	sticky bool
+	logged string
+}
+
+// fail records reason; it reports whether the reason is new and sticky
+// (the caller logs it at ERROR).
+func (h *socketHealth) fail(reason string, sticky bool) (logIt bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sticky && !sticky {
+		return false // a retry's transient error does not hide the cause
+	}
+	h.reason, h.sticky = reason, sticky
+	if sticky && h.logged != reason {
+		h.logged = reason
+		return true
+	}
+	return false
+}
+
+// ok clears the reason: a socket is open.
+func (h *socketHealth) ok() {
+	h.mu.Lock()
+	h.reason, h.sticky, h.logged = "", false, ""
+	h.mu.Unlock()
+}
+
+func (h *socketHealth) why() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reason
+}
+
+// socketFailed records why a socket could not open or was closed, logging
+// reasons the operator must act on at ERROR once.
+func (b *Bot) socketFailed(conn int, err error) {
+	if te := tokenRejection(appTokenVar, err); te != nil {
+		if b.health.fail(te.Error(), true) {
+			b.log.Error("bot: "+te.Error()+"; this replica stays unready and retries every few minutes", "conn", conn)
+		}
+		return
+	}
+	b.health.fail("cannot open a socket-mode connection: "+err.Error(), false)
+}
+
+// linkDisabled is Slack closing a socket because Socket Mode was turned off.
+func (b *Bot) linkDisabled() {
+	const reason = "Slack closed the socket: Socket Mode is turned off for the app of " + appTokenVar + " (link_disabled); turn it on under Settings → Socket Mode"
+	if b.health.fail(reason, true) {
+		b.log.Error("bot: " + reason)
+	}
+}
