@@ -98,3 +98,36 @@ func (b *Bot) suggestPrompts(ctx context.Context, m inbound) {
 		b.log.Debug("bot: suggested prompts failed", "err", err)
 	}
 }
+
+// maxTitle bounds an assistant thread's title, in runes.
+const maxTitle = 80
+
+// titleThread names a new assistant-pane thread after its first question
+// (assistant.threads.setTitle), so the person's thread history reads well.
+// Only threads in the bot's DM have titles; a failure only loses the title.
+func (b *Bot) titleThread(ctx context.Context, k session.ThreadKey, first inbound) {
+	if !strings.HasPrefix(k.Channel, "D") || first.Kind != kindDM || first.TS == "" || first.TS == k.ThreadTS {
+		return
+	}
+	title := threadTitle(first.Text)
+	if title == "" {
+		return
+	}
+	c := slackCall{team: k.Team, method: "assistant.threads.setTitle", prio: prioLossy, merge: k.Channel + ":" + k.ThreadTS, wait: 5 * time.Second}
+	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		return api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
+			ChannelID: k.Channel, ThreadTS: k.ThreadTS, Title: title,
+		})
+	})
+	if err != nil {
+		b.log.Debug("bot: assistant thread title not set", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+	}
+}
+
+// threadTitle is a question's first line, without Slack markup, cut to
+// maxTitle runes.
+func threadTitle(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	line = strings.Join(strings.Fields(slackText(line)), " ")
+	return clip(line, maxTitle)
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -114,6 +115,26 @@ type auditedTool struct {
 func (t auditedTool) Call(ctx context.Context, input json.RawMessage) (string, error) {
 	start := time.Now()
 	out, err := t.Tool.Call(ctx, input)
+	t.audited(ctx, input, start, err)
+	return out, err
+}
+
+// CallParts forwards agent.PartsTool, so images a tool returns (MCP image
+// content) reach the model; a tool without parts answers with none.
+func (t auditedTool) CallParts(ctx context.Context, input json.RawMessage) (string, []provider.Part, error) {
+	pt, ok := t.Tool.(agent.PartsTool)
+	if !ok {
+		out, err := t.Call(ctx, input)
+		return out, nil, err
+	}
+	start := time.Now()
+	out, parts, err := pt.CallParts(ctx, input)
+	t.audited(ctx, input, start, err)
+	return out, parts, err
+}
+
+// audited records one call that ran.
+func (t auditedTool) audited(ctx context.Context, input json.RawMessage, start time.Time, err error) {
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
@@ -127,7 +148,6 @@ func (t auditedTool) Call(ctx context.Context, input json.RawMessage) (string, e
 		f["server"] = ht.Hints().Server
 	}
 	t.b.audit(ctx, t.k.Team, f)
-	return out, err
 }
 
 type auditedHintedTool struct {

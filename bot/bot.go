@@ -118,6 +118,30 @@ type Options struct {
 	// the call is denied (APPROVAL_TIMEOUT, default 10 min). Keep the
 	// agent's own ApprovalTimeout at least this long.
 	ApprovalTimeout time.Duration
+
+	// Thread context and files (threadctx.go, files.go).
+	//
+	// ThreadFollowups is FollowupsAll (default) or FollowupsMention
+	// (THREAD_FOLLOWUPS).
+	ThreadFollowups string
+	// ThreadContextMessages is how many of a thread's earlier messages its
+	// first turn reads (THREAD_CONTEXT_MESSAGES; 0 means
+	// DefaultThreadContextMessages, negative reads none).
+	ThreadContextMessages int
+	// ContextWindow is the model's context window in tokens
+	// (LLM_CONTEXT_WINDOW, default agent.DefaultContextWindow);
+	// ThreadContextShare of it (default DefaultThreadContextShare) is what
+	// imported thread messages may take.
+	ContextWindow      int
+	ThreadContextShare float64
+	// Tokens counts tokens for that share (an *agent.Counter); nil
+	// estimates four bytes a token.
+	Tokens TokenCounter
+}
+
+// TokenCounter counts the tokens of a text (*agent.Counter).
+type TokenCounter interface {
+	Count(s string) int
 }
 
 // Bot is the Slack frontend. Build it with New, run it with Run.
@@ -153,6 +177,9 @@ type Bot struct {
 
 	// ctl is the state of approvals and admin commands (admin.go).
 	ctl control
+
+	// files downloads shared files (download.go).
+	files *fileFetcher
 }
 
 // New checks opts and builds a Bot. It does not contact Slack.
@@ -167,6 +194,11 @@ func New(opts Options) (*Bot, error) {
 	if opts.Agent == nil {
 		errs = append(errs, errors.New("bot: Agent is required"))
 	}
+	switch opts.ThreadFollowups {
+	case "", FollowupsAll, FollowupsMention:
+	default:
+		errs = append(errs, fmt.Errorf("bot: ThreadFollowups must be %q or %q", FollowupsAll, FollowupsMention))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -179,6 +211,10 @@ func New(opts Options) (*Bot, error) {
 	opts.SocketConnections = cmp.Or(opts.SocketConnections, 1)
 	opts.ShutdownGrace = cmp.Or(opts.ShutdownGrace, 25*time.Second)
 	opts.PingInterval = cmp.Or(opts.PingInterval, 30*time.Second)
+	opts.ThreadFollowups = cmp.Or(opts.ThreadFollowups, FollowupsAll)
+	opts.ThreadContextMessages = cmp.Or(opts.ThreadContextMessages, DefaultThreadContextMessages)
+	opts.ContextWindow = cmp.Or(opts.ContextWindow, agent.DefaultContextWindow)
+	opts.ThreadContextShare = cmp.Or(opts.ThreadContextShare, DefaultThreadContextShare)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -227,6 +263,7 @@ func New(opts Options) (*Bot, error) {
 		names:     nameCache{m: map[string]nameEntry{}},
 		cancels:   cancelRegistry{m: map[session.ThreadKey]context.CancelCauseFunc{}},
 		running:   map[session.ThreadKey]bool{},
+		files:     newFileFetcher(hc.Transport, opts.APIURL, m),
 	}, nil
 }
 

@@ -27,6 +27,12 @@ type Metrics struct {
 	SlackDropped      *prometheus.CounterVec
 	SlackBudgetInUse  *prometheus.GaugeVec
 	SlackBudgetFactor *prometheus.GaugeVec
+
+	// Files and thread context (download.go, threadctx.go).
+	FileDownloads     *prometheus.CounterVec
+	FileDownloadBytes prometheus.Counter
+	ThreadImports     *prometheus.CounterVec
+	ContextReplies    prometheus.Counter
 }
 
 // NewMetrics creates the instruments and registers them on reg; a nil reg
@@ -91,11 +97,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SlackBudgetFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "bobbin_slack_budget_factor", Help: "Share of a Slack method's configured budget in use after 429s (1: all; shrinks after 429s, recovers slowly).",
 		}, []string{"method"}),
+		FileDownloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_slack_file_downloads_total", Help: "Downloads from Slack's file host, by result (ok, sign_in, too_large, refused_host, refused_redirect, http_NNN, error).",
+		}, []string{"result"}),
+		FileDownloadBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bobbin_slack_file_download_bytes_total", Help: "Bytes downloaded from Slack's file host.",
+		}),
+		ThreadImports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_thread_context_imports_total", Help: "Imports of a thread's earlier messages at a session's first turn, by result (full, partial, failed).",
+		}, []string{"result"}),
+		ContextReplies: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bobbin_thread_context_replies_total", Help: "Thread replies recorded as context without a turn (THREAD_FOLLOWUPS=mention).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
 			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited,
-			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor)
+			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
+			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies)
 	}
 	return m
 }

@@ -36,6 +36,9 @@ type innerEvent struct {
 	Team        string `json:"team"`
 
 	EventTS string `json:"event_ts"`
+	// Files is decoded on its own (decodeFiles): a file of an odd shape
+	// must not lose the message.
+	Files json.RawMessage `json:"files"`
 
 	AssistantThread *struct {
 		UserID    string `json:"user_id"`
@@ -58,6 +61,11 @@ const (
 	// kindPaneMoved is assistant_thread_context_changed: the person looks
 	// at another channel. It records the pane context, nothing more.
 	kindPaneMoved = "assistant_context_changed"
+	// kindContext is a thread reply that starts no turn
+	// (THREAD_FOLLOWUPS=mention): recorded in the session as context.
+	kindContext = "context"
+	// kindShortcut is the Ask Bobbin message shortcut (shortcut.go).
+	kindShortcut = "shortcut"
 )
 
 // inbound is one person's message bound for a thread's session. It is the
@@ -77,6 +85,10 @@ type inbound struct {
 	Received  time.Time `json:"received"`
 	// Pane is what an assistant event says the person is viewing.
 	Pane *session.PaneContext `json:"pane,omitempty"`
+	// Files are the files shared with the message (files.go).
+	Files []sharedFile `json:"files,omitempty"`
+	// Shortcut is the message an Ask Bobbin shortcut was used on.
+	Shortcut *shortcutTarget `json:"shortcut,omitempty"`
 }
 
 func (m inbound) key() session.ThreadKey {
@@ -159,6 +171,10 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 		return m, false, false, nil
 	}
 	m.Text = b.stripMention(ev.Text)
+	m.Files = decodeFiles(ev.Files)
+	if m.Kind == kindReply && b.opts.ThreadFollowups == FollowupsMention {
+		m.Kind = kindContext
+	}
 	return m, needsSession, true, nil
 }
 
@@ -245,8 +261,8 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 		}
 	}
 	// Per-person budget: over it, the message still runs, later, and the
-	// person is told.
-	if ok, wait, err := b.store.Take(ctx, m.Team+":user:"+m.User, b.opts.UserTurnsPerMinute, b.opts.UserTurnsPerMinute); err == nil && !ok {
+	// person is told. Replies recorded as context start no turn.
+	if ok, wait, err := b.takeTurnBudget(ctx, m); err == nil && !ok {
 		m.NotBefore = m.Received.Add(wait)
 		b.m.UserRateLimited.Inc()
 		note := fmt.Sprintf("You're sending me more than %d requests a minute. I'll get to this one in about %d seconds.",
@@ -270,6 +286,9 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 		log.Warn("bot: cannot queue message; not acking", "err", err)
 		forget()
 		return false, nil
+	}
+	if leased && m.Kind == kindContext {
+		return true, after // the lease holder records it
 	}
 	if leased {
 		// A turn is running (here or on another replica): it takes the

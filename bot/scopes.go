@@ -46,6 +46,14 @@ var webMethods = []webMethod{
 	// context: public and private channels (never DMs).
 	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},
 	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
+	{"assistant.threads.setTitle", []string{"SetAssistantThreadsTitle", "SetAssistantThreadsTitleContext"}, []string{"assistant:write"}},
+	// A thread's earlier messages (threadctx.go), in every conversation
+	// type the bot can be addressed in: public and private channels, DMs
+	// and group DMs.
+	{"conversations.replies", []string{"GetConversationReplies", "GetConversationRepliesContext"}, []string{"channels:history", "groups:history", "im:history", "mpim:history"}},
+	// Slack Connect file stubs (files.go). files:read is also what the
+	// file host wants of the token that downloads a file (download.go).
+	{"files.info", []string{"GetFileInfo", "GetFileInfoContext"}, []string{"files:read"}},
 }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with
@@ -60,10 +68,13 @@ var botEvents = map[string]string{
 }
 
 // botFeatures are the app features (manifest "features" keys) the bot uses
-// that need a scope: the /bobbin slash command and the assistant pane.
+// that need a scope: the /bobbin slash command, the assistant pane and the
+// message shortcut.
 var botFeatures = map[string]string{
 	"slash_commands": "commands",
 	"assistant_view": "assistant:write",
+	// The Ask Bobbin message shortcut (shortcut.go).
+	"shortcuts": "commands",
 }
 
 // webMethodOf returns the row of a slack-go method name.

@@ -42,6 +42,13 @@ func (b *Bot) client(team string) *slack.Client {
 	return b.api
 }
 
+// botToken is the token client(team) carries: file downloads send it
+// themselves (they are not Web API calls). It changes with client.
+func (b *Bot) botToken(team string) string {
+	_ = team
+	return b.opts.BotToken
+}
+
 // call runs fn, one Web API call of c.method in c.team, within the
 // governor's budget. A must-deliver call that Slack rate-limits waits out
 // the pause and spends again; a lossy one returns the error.

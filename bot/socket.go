@@ -140,7 +140,7 @@ func (b *Bot) handleEnvelope(ctx, turnCtx context.Context, client *socketmode.Cl
 	case socketmode.EventTypeEventsAPI:
 		ack, after = b.admitEvent(actx, turnCtx, req.Payload, req.RetryAttempt)
 	case socketmode.EventTypeInteractive:
-		payload = b.interactive(actx, req.Payload)
+		payload = b.interactive(actx, turnCtx, req.Payload)
 	case socketmode.EventTypeSlashCommand:
 		payload = b.slashCommand(actx, req.Payload)
 	}
@@ -183,10 +183,13 @@ func (b *Bot) badMessage(ctx context.Context, client *socketmode.Client, evt soc
 
 // interactive handles block_actions and view submissions; it returns the
 // ack payload (nil for a plain ack).
-func (b *Bot) interactive(ctx context.Context, raw json.RawMessage) any {
+func (b *Bot) interactive(ctx, turnCtx context.Context, raw json.RawMessage) any {
 	var cb slack.InteractionCallback
 	if err := json.Unmarshal(raw, &cb); err != nil {
 		b.log.Warn("bot: malformed interactive payload", "err", err)
+		return nil
+	}
+	if b.askShortcut(ctx, turnCtx, cb) {
 		return nil
 	}
 	if ack, ok := b.handleControl(ctx, cb); ok {

@@ -142,6 +142,21 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	k := lease.Key()
 	fence := lease.Token()
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	// Replies recorded as context (THREAD_FOLLOWUPS=mention) after the
+	// last message that asks for an answer start no turn: they are
+	// appended after it (threadctx.go).
+	ask := len(batch) - 1
+	for ask >= 0 && !batch[ask].asksForAnswer() {
+		ask--
+	}
+	if ask < 0 {
+		b.recordContext(ctx, lease, batch)
+		return
+	}
+	if rest := batch[ask+1:]; len(rest) > 0 {
+		defer b.recordContext(ctx, lease, rest)
+	}
+	batch = batch[:ask+1]
 	last := batch[len(batch)-1]
 	for _, m := range batch {
 		if wait := time.Until(m.NotBefore); wait > 0 && !sleepCtx(ctx, wait) {
@@ -159,23 +174,28 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 		return
 	}
 	now := b.opts.Now()
-	if meta.Created.IsZero() {
+	newSession := meta.Created.IsZero()
+	if newSession {
 		meta.Created = now
 		meta.Model = b.opts.Model
 		meta.System = b.systemPrompt(ctx, k, now)
 	}
-	userMsgs := make([]provider.Message, 0, len(batch))
-	for _, m := range batch {
-		userMsgs = append(userMsgs, provider.Message{
-			Role:     provider.RoleUser,
-			Content:  m.Text,
-			UserID:   m.User,
-			UserName: b.names.name(ctx, b, k.Team, m.User),
-			Meta:     map[string]string{"ts": m.TS},
-		})
+	// The thread's earlier messages on its first turn, then the batch,
+	// with their files (threadctx.go, files.go).
+	var mb msgBuilder
+	if newSession && b.importWanted(k, batch) {
+		b.importContext(ctx, k, batch, &mb)
 	}
+	first := len(mb.msgs)
+	b.batchMessages(ctx, k, batch, &mb)
+	userMsgs := mb.build(ctx, b, k.Team)
 	if note := b.paneNote(ctx, k, &meta); note != "" {
-		userMsgs[0].Content = note + "\n\n" + userMsgs[0].Content // assistant.go
+		userMsgs[first].Content = note + "\n\n" + userMsgs[first].Content // assistant.go
+	}
+	if newSession {
+		var title sync.WaitGroup
+		defer title.Wait()
+		title.Go(func() { b.titleThread(ctx, k, batch[0]) })
 	}
 	meta.TurnID = newID()
 	meta.RequesterID = last.User
@@ -257,6 +277,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		GrantValid:  b.grantCheck(k),
 		Approver:    b.approverFor(k, who.User),
 		Observer:    r,
+		Files:       fileLoader{b: b, team: k.Team},
 		Checkpoint:  checkpoint,
 		Calibration: meta.Calibration,
 		Anchor:      anchor,

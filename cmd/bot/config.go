@@ -60,6 +60,9 @@ type config struct {
 	UpdatesPerMinute   int           `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"45"`
 	SlackRateLimits    string        `env:"SLACK_RATE_LIMITS"`
 	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
+	// Thread context (bot/threadctx.go).
+	ThreadFollowups       string `env:"THREAD_FOLLOWUPS" envDefault:"all"`
+	ThreadContextMessages int    `env:"THREAD_CONTEXT_MESSAGES" envDefault:"100"`
 
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
 	// PublicURL is HTTP_ADDR's externally reachable base URL (one for all
@@ -200,6 +203,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		bad("SLACK_RATE_LIMITS: %v", err)
 	} else {
 		c.rateLimits = rl
+	}
+	switch c.ThreadFollowups {
+	case bot.FollowupsAll, bot.FollowupsMention:
+	default:
+		bad("THREAD_FOLLOWUPS must be all or mention")
+	}
+	if c.ThreadContextMessages < 0 || c.ThreadContextMessages > 1000 {
+		bad("THREAD_CONTEXT_MESSAGES must be between 0 (off) and 1000")
 	}
 	if c.MaxConcurrentTurns < 1 {
 		bad("MAX_CONCURRENT_TURNS must be at least 1")

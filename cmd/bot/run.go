@@ -115,6 +115,11 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		SocketConnections:  cfg.SocketConnections,
 		ShutdownGrace:      cfg.ShutdownGrace,
 		ReplicaID:          replicaID(host),
+
+		ThreadFollowups:       cfg.ThreadFollowups,
+		ThreadContextMessages: threadContextMessages(cfg.ThreadContextMessages),
+		ContextWindow:         cfg.LLMContextWindow,
+		Tokens:                tokenCounter(cfg.LLMModel),
 	})
 	if err != nil {
 		return err
@@ -191,4 +196,23 @@ func replicaID(host string) string {
 		}
 	}
 	return string(out)
+}
+
+// threadContextMessages maps THREAD_CONTEXT_MESSAGES to bot.Options (0
+// there means the default; off is negative).
+func threadContextMessages(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// tokenCounter counts for the thread-context share with the model's
+// tokenizer (shared with the agent's); nil (a byte estimate) without one.
+func tokenCounter(model string) bot.TokenCounter {
+	c, err := agent.NewCounter(model)
+	if err != nil || c == nil {
+		return nil
+	}
+	return c
 }
