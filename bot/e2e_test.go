@@ -20,6 +20,7 @@ import (
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/provider"
+	"github.com/bobbinbot/bobbin/provider/anthropic"
 	"github.com/bobbinbot/bobbin/provider/openai"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -33,6 +34,10 @@ type harness struct {
 	store *session.Store
 	opts  bot.Options
 
+	// newAgent builds the model side as a new process would (an empty
+	// media cache): for restarts.
+	newAgent func() *agent.Agent
+
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan error
@@ -44,6 +49,10 @@ type harnessOpts struct {
 	bot  func(*bot.Options)
 	llm  llmemu.Options
 	logs bool
+	// provider is "openai" (default) or "anthropic"; agent tweaks the
+	// agent's options.
+	provider string
+	agent    func(*agent.Options)
 }
 
 func newHarness(t testing.TB, ho harnessOpts) *harness {
@@ -63,7 +72,19 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	prov := openai.New(openai.Options{ClientOptions: provider.ClientOptions{BaseURL: llm.URL() + "/v1", APIKey: "sk-test"}})
+	var prov provider.Provider = openai.New(openai.Options{ClientOptions: provider.ClientOptions{BaseURL: llm.URL() + "/v1", APIKey: "sk-test"}})
+	model := "gpt-4o"
+	if ho.provider == "anthropic" {
+		prov = anthropic.New(anthropic.Options{ClientOptions: provider.ClientOptions{BaseURL: llm.URL(), APIKey: "sk-test"}})
+		model = "claude-sonnet-4-5"
+	}
+	newAgent := func() *agent.Agent {
+		ao := agent.Options{Model: model}
+		if ho.agent != nil {
+			ho.agent(&ao)
+		}
+		return agent.New(prov, ao)
+	}
 	log := slog.New(slog.DiscardHandler)
 	if ho.logs || os.Getenv("BOT_TEST_LOGS") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -73,9 +94,9 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 		AppToken:         slackemu.AppToken,
 		APIURL:           emu.APIURL(),
 		Store:            store,
-		Agent:            agent.New(prov, agent.Options{Model: "gpt-4o"}),
+		Agent:            newAgent(),
 		Logger:           log,
-		Model:            "gpt-4o",
+		Model:            model,
 		EditInterval:     100 * time.Millisecond,
 		ShutdownGrace:    4 * time.Second,
 		UpdatesPerMinute: 45,
@@ -83,7 +104,7 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 	if ho.bot != nil {
 		ho.bot(&opts)
 	}
-	h := &harness{t: t, emu: emu, llm: llm, store: store, opts: opts}
+	h := &harness{t: t, emu: emu, llm: llm, store: store, opts: opts, newAgent: newAgent}
 	h.start()
 	t.Cleanup(h.stop)
 	return h

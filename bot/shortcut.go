@@ -103,7 +103,7 @@ func (b *Bot) shortcutInbound(cb slack.InteractionCallback) (inbound, bool) {
 	}
 	m := inbound{
 		Kind: kindShortcut, Team: team, Channel: cb.Channel.ID, ThreadTS: cmp0(msg.ThreadTimestamp, ts),
-		User: cb.User.ID, EventID: "shortcut:" + cmp0(cb.TriggerID, cb.ActionTs, ts), Received: b.opts.Now(),
+		User: cb.User.ID, EventID: "shortcut-" + cmp0(cb.TriggerID, cb.ActionTs, ts), Received: b.opts.Now(),
 		Files: fromSlackFiles(msg.Files), Shortcut: t,
 	}
 	return m, true

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ const (
 	// (budget waits, pages, names); past it the turn goes on with what was
 	// read.
 	threadImportWait = 2 * time.Second
+	// threadPagesWait is the part of it the pages may take; the rest is
+	// for the speakers' names.
+	threadPagesWait = 1500 * time.Millisecond
 	// maxReplyPages bounds the conversations.replies pages one import
 	// reads.
 	maxReplyPages = 10
@@ -101,7 +105,9 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
 	ictx, cancel := context.WithTimeout(ctx, threadImportWait)
 	defer cancel()
-	deadline, _ := ictx.Deadline()
+	pctx, pcancel := context.WithTimeout(ictx, threadPagesWait)
+	defer pcancel()
+	deadline, _ := pctx.Deadline()
 	var all []slack.Message
 	cursor, calls := "", 0
 	var err error
@@ -109,7 +115,7 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 		var msgs []slack.Message
 		var next string
 		c := slackCall{team: k.Team, method: "conversations.replies", prio: prioLossy, wait: max(time.Until(deadline), time.Millisecond)}
-		err = b.call(ictx, c, func(ctx context.Context, api *slack.Client) error {
+		err = b.call(pctx, c, func(ctx context.Context, api *slack.Client) error {
 			var err error
 			msgs, more, next, err = api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 				ChannelID: k.Channel, Timestamp: k.ThreadTS, Cursor: cursor, Limit: 1000, Latest: until,
@@ -185,15 +191,17 @@ func botProfileName(p *slack.BotProfile) string {
 // ctx, else the id stands in.
 func (b *Bot) nameEntries(ctx context.Context, team string, entries []threadEntry) {
 	names := map[string]string{}
+	var users []string
 	for _, e := range entries {
-		if e.user != "" && !e.own && e.app == "" {
+		if _, ok := names[e.user]; !ok && e.user != "" && !e.own && e.app == "" {
 			names[e.user] = ""
+			users = append(users, e.user)
 		}
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
-	for u := range names {
+	for _, u := range users {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -462,6 +470,7 @@ func (b *Bot) recordContext(ctx context.Context, lease *session.Lease, batch []i
 	for _, m := range batch {
 		entries = append(entries, b.entryOfInbound(rctx, k, m))
 	}
+	sortEntries(entries)
 	mb.contextBlocks(entries, headerRecorded)
 	msgs := mb.build(rctx, b, k.Team)
 	if err := b.store.Append(rctx, k, lease.Token(), msgs...); err != nil {
@@ -502,6 +511,7 @@ func (b *Bot) batchMessages(ctx context.Context, k session.ThreadKey, batch []in
 				entries = append(entries, b.entryOfInbound(ctx, k, batch[i]))
 			}
 			i--
+			sortEntries(entries)
 			mb.contextBlocks(entries, headerRecorded)
 			continue
 		case kindShortcut:
@@ -527,4 +537,18 @@ func tasksOf(fs []sharedFile) []fileTask {
 		ts[i] = fileTask{f: f}
 	}
 	return ts
+}
+
+// sortEntries puts replies in the order they were posted: events of one
+// thread may be delivered (and queued) in another.
+func sortEntries(es []threadEntry) {
+	slices.SortStableFunc(es, func(a, b threadEntry) int {
+		switch {
+		case tsBefore(a.ts, b.ts):
+			return -1
+		case tsBefore(b.ts, a.ts):
+			return 1
+		}
+		return 0
+	})
 }
