@@ -286,7 +286,7 @@ func TestSelectContext(t *testing.T) {
 
 type partsTool struct{ calls int }
 
-func (*partsTool) Spec() provider.ToolSpec                             { return provider.ToolSpec{Name: "shot"} }
+func (*partsTool) Spec() provider.ToolSpec                               { return provider.ToolSpec{Name: "shot"} }
 func (*partsTool) Call(context.Context, json.RawMessage) (string, error) { return "text only", nil }
 func (p *partsTool) CallParts(context.Context, json.RawMessage) (string, []provider.Part, error) {
 	p.calls++
@@ -295,7 +295,7 @@ func (p *partsTool) CallParts(context.Context, json.RawMessage) (string, []provi
 
 type plainTool struct{}
 
-func (plainTool) Spec() provider.ToolSpec                             { return provider.ToolSpec{Name: "plain"} }
+func (plainTool) Spec() provider.ToolSpec                               { return provider.ToolSpec{Name: "plain"} }
 func (plainTool) Call(context.Context, json.RawMessage) (string, error) { return "plain", nil }
 
 // TestAuditedToolForwardsParts: the audit wrapper passes a tool's images
