@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/session"
@@ -238,6 +239,69 @@ func TestE2EImageAfterRestart(t *testing.T) {
 		}
 		if after := len(h.emu.Downloads()); after != before+1 {
 			t.Errorf("downloads %d → %d, want one more (fetched again by reference)", before, after)
+		}
+	})
+}
+
+// TestE2EFilesMore: a Slack Connect stub is opened with files.info; more
+// than 8 images in one message leave the rest as notes; with image input
+// off (LLM_IMAGES=false) images are references, never downloaded; a file
+// in the thread's earlier messages reaches the model with the context.
+func TestE2EFilesMore(t *testing.T) {
+	pic := testPNG(t, 16, 16)
+	t.Run("connect stub and nine images", func(t *testing.T) {
+		h := newHarness(t, harnessOpts{})
+		files := []slackemu.File{{Name: "shared.png", Content: pic, ConnectStub: true}}
+		for i := range 9 {
+			files = append(files, slackemu.File{Name: fmt.Sprintf("p%d.png", i), Content: testPNG(t, 8+i, 8)})
+		}
+		p := h.post(slackemu.UserPost{User: slackemu.UserAlice, Mention: true, Text: "compare these", Files: files})
+		h.waitReply(slackemu.ChannelGen, p.TS)
+		r := h.llm.Requests()[0]
+		if n := len(mediaOf(r, "image")); n != 9 {
+			t.Errorf("%d images sent, want 9 (the stub plus 8 of nine)", n)
+		}
+		if !bytes.Equal(mediaOf(r, "image")[0].Data, pic) {
+			t.Error("the Slack Connect file's bytes are not the first image")
+		}
+		if text := userText(r); !strings.Contains(text, "[image p8.png (image/png, ") || !strings.Contains(text, "more than 8 images in one message") {
+			t.Errorf("the ninth image is not a note:\n%s", text)
+		}
+		if n := len(h.emu.Calls("files.info")); n != 1 {
+			t.Errorf("%d files.info calls, want 1", n)
+		}
+	})
+	t.Run("images off", func(t *testing.T) {
+		h := newHarness(t, harnessOpts{agent: func(o *agent.Options) { o.NoImages = true }})
+		p := h.post(slackemu.UserPost{User: slackemu.UserAlice, Mention: true, Text: "see attached", Files: []slackemu.File{
+			{Name: "a.png", Content: pic}, {Name: "b.pdf", Content: testPDF}, {Name: "c.txt", Content: []byte("plain words")},
+		}})
+		h.waitReply(slackemu.ChannelGen, p.TS)
+		r := h.llm.Requests()[0]
+		text := userText(r)
+		if len(r.Media()) != 0 || !strings.Contains(text, "[image a.png (image/png, ") || !strings.Contains(text, "LLM_IMAGES=false") || !strings.Contains(text, "plain words") {
+			t.Errorf("media %d, text:\n%s", len(r.Media()), text)
+		}
+		for _, d := range h.emu.Downloads() {
+			if !strings.HasSuffix(d.Path, "/c.txt") {
+				t.Errorf("downloaded %s with images off", d.Path)
+			}
+		}
+	})
+	t.Run("context files", func(t *testing.T) {
+		h := newHarness(t, harnessOpts{})
+		parent := h.post(slackemu.UserPost{User: slackemu.UserAlice, Text: "here are the logs", Silent: true, Files: []slackemu.File{
+			{Name: "errors.log", Content: []byte("12:01 ERROR upstream timed out\n")}, {Name: "graph.png", Content: pic},
+		}})
+		h.post(slackemu.UserPost{User: slackemu.UserBob, Mention: true, Text: "what do the logs say?", ThreadTS: parent.TS})
+		h.waitReplies(slackemu.ChannelGen, parent.TS, 0, 1)
+		r := h.llm.Requests()[0]
+		text := userText(r)
+		if !inOrder(text, "here are the logs [files: errors.log, graph.png]", "12:01 ERROR upstream timed out", "what do the logs say?") {
+			t.Errorf("context files not in the request:\n%s", text)
+		}
+		if imgs := mediaOf(r, "image"); len(imgs) != 1 || !bytes.Equal(imgs[0].Data, pic) {
+			t.Errorf("the thread's image is not sent: %d", len(imgs))
 		}
 	})
 }
