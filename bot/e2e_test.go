@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -53,6 +54,8 @@ type harnessOpts struct {
 	// agent's options.
 	provider string
 	agent    func(*agent.Options)
+	// modelClient carries the model requests (nil: the provider's own).
+	modelClient *http.Client
 }
 
 func newHarness(t testing.TB, ho harnessOpts) *harness {
@@ -72,10 +75,10 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	var prov provider.Provider = openai.New(openai.Options{ClientOptions: provider.ClientOptions{BaseURL: llm.URL() + "/v1", APIKey: "sk-test"}})
+	var prov provider.Provider = openai.New(openai.Options{ClientOptions: provider.ClientOptions{BaseURL: llm.URL() + "/v1", APIKey: "sk-test", HTTPClient: ho.modelClient}})
 	model := "gpt-4o"
 	if ho.provider == "anthropic" {
-		prov = anthropic.New(anthropic.Options{ClientOptions: provider.ClientOptions{BaseURL: llm.URL(), APIKey: "sk-test"}})
+		prov = anthropic.New(anthropic.Options{ClientOptions: provider.ClientOptions{BaseURL: llm.URL(), APIKey: "sk-test", HTTPClient: ho.modelClient}})
 		model = "claude-sonnet-4-5"
 	}
 	newAgent := func() *agent.Agent {

@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"image"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
@@ -304,4 +306,84 @@ func TestE2EFilesMore(t *testing.T) {
 			t.Errorf("the thread's image is not sent: %d", len(imgs))
 		}
 	})
+}
+
+// BenchmarkTurnImageToModel is the time from a mention reaching Slack to
+// its request leaving the bot for the model (the model client's transport
+// is called), without a file and with one ~1 MB PNG, for both providers:
+// the difference is what the image adds before the model call (the
+// download from the emulated file host, checks, the agent's preparation,
+// encoding the request). B/op is the whole process's: bot, both emulators.
+func BenchmarkTurnImageToModel(b *testing.B) {
+	pic := noisePNG(b, 1<<20)
+	for _, prov := range providers {
+		for _, withImage := range []bool{false, true} {
+			name := prov + "/none"
+			if withImage {
+				name = prov + "/1MB"
+			}
+			b.Run(name, func(b *testing.B) {
+				sent := &sendTimes{next: http.DefaultTransport}
+				h := newHarness(b, harnessOpts{provider: prov, emu: slackemu.Options{NoRateLimits: true}, bot: unlimitedEdits,
+					modelClient: &http.Client{Transport: sent}})
+				h.llm.SetResponder(func(llmemu.Recorded) llmemu.Reply { return llmemu.Reply{Text: "ok"} })
+				var total time.Duration
+				b.ResetTimer()
+				for i := range b.N {
+					p := slackemu.UserPost{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, User: slackemu.UserAlice, Mention: true, Text: fmt.Sprintf("question %d", i)}
+					if withImage {
+						p.Files = []slackemu.File{{Name: "shot.png", Content: pic}}
+					}
+					start := time.Now()
+					posted, err := h.emu.Post(p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					h.waitReplyB(b, slackemu.ChannelGen, posted.TS)
+					total += sent.last().Sub(start)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-model/op")
+			})
+		}
+	}
+}
+
+// sendTimes notes when the last model request was sent.
+type sendTimes struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	at   time.Time
+}
+
+func (s *sendTimes) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.at = time.Now()
+	s.mu.Unlock()
+	return s.next.RoundTrip(r)
+}
+
+func (s *sendTimes) last() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at
+}
+
+// noisePNG is a PNG of about n bytes within the image limits (noise does
+// not compress), so it is sent as it is.
+func noisePNG(b testing.TB, n int) []byte {
+	side := 1
+	for side*side*3 < n { // three noise bytes a pixel (alpha is opaque)
+		side++
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, side, side))
+	_, _ = rand.Read(img.Pix)
+	for i := 3; i < len(img.Pix); i += 4 {
+		img.Pix[i] = 255
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
 }
