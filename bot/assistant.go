@@ -30,8 +30,8 @@ type paneStore interface {
 const paneExtra = "pane_channel"
 
 // suggestedPrompts are offered when an assistant thread opens. Each is
-// something the bot can do without tools or channel history (it reads
-// neither channels nor files); manifest.yaml offers the same ones.
+// something the bot can do without tools or a channel's history (it reads
+// only the threads it is asked in); manifest.yaml offers the same ones.
 var suggestedPrompts = []slack.AssistantThreadsPrompt{
 	{Title: "What can you do?", Message: "What can you do, and which tools do you have here?"},
 	{Title: "Draft a message", Message: "Help me draft a short announcement for my team."},
