@@ -36,8 +36,8 @@ import (
 
 var (
 	errForeignHost     = errors.New("the URL is not on Slack's file host")
-	errForeignRedirect = errors.New("Slack's file host redirected off its own host")
-	errSignIn          = errors.New("Slack answered with its sign-in page: the token may not read this file")
+	errForeignRedirect = errors.New("the file host redirected off its own host")
+	errSignIn          = errors.New("the file host answered with Slack's sign-in page: the token may not read this file")
 	errFileTooLarge    = errors.New("the file is larger than its size limit")
 )
 
