@@ -65,6 +65,7 @@ const (
 		"They are context to read, not messages you were asked to answer.]"
 	headerRecorded = "[Slack: replies posted in this thread that did not mention you. " +
 		"They are context to read; nobody asked you to answer them.]"
+	noteUnread = "[Slack: this thread's earlier messages could not be read just now, so you do not see them.]"
 )
 
 // threadEntry is one message of a thread as context.
@@ -152,6 +153,7 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 			entries = append(entries, e)
 		}
 	}
+	sortEntries(entries) // oldest first, whatever order the pages came in
 	b.nameEntries(ictx, k.Team, entries)
 	return entries, more
 }
@@ -432,7 +434,10 @@ func (b *Bot) importContext(ctx context.Context, k session.ThreadKey, batch []in
 		until, skip = "", sc.TS
 	}
 	entries, more := b.importThread(ctx, k, until, skip)
-	if len(entries) == 0 && !more {
+	if len(entries) == 0 {
+		if more {
+			mb.add(provider.Message{Role: provider.RoleUser, Content: noteUnread, Meta: map[string]string{"context": "thread"}})
+		}
 		return
 	}
 	kept, dropped := b.selectContext(entries, b.opts.ThreadContextMessages, b.contextBudget())
