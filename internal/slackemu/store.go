@@ -131,11 +131,13 @@ func msgKey(channel, ts string) string { return channel + "/" + ts }
 func (s *Server) putMessageLocked(m *Message) {
 	s.msgs[msgKey(m.Channel, m.TS)] = m
 	s.order[m.Channel] = append(s.order[m.Channel], m)
+	s.trimChannelLocked(m.Channel)
 	s.changedLocked()
 }
 
 func (s *Server) recordVersionLocked(m *Message, method string) {
 	m.History = append(m.History, Version{Time: time.Now(), Method: method, Text: m.Text, MarkdownText: m.MarkdownText, Blocks: m.Blocks})
+	s.trimHistoryLocked(m)
 	s.changedLocked()
 }
 
