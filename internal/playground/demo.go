@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -145,6 +146,8 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 			"Ask me for a *tool* again, or set `LLM_PROVIDER`, `LLM_BASE_URL` and `LLM_MODEL` to try a real model.", name, clip(result, 800)), nil
 	}
 	question, media := last.text()
+	// The bot prefixes a person's words with who said them.
+	question = speakerRE.ReplaceAllString(question, "")
 	var b strings.Builder
 	b.WriteString("Hello! I am Bobbin's **demo model**: a short script inside the playground, not a language model. ")
 	if q := strings.TrimSpace(question); q != "" {
@@ -173,6 +176,10 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 	b.WriteString("To talk to a real model, set `LLM_PROVIDER`, `LLM_BASE_URL` and `LLM_MODEL` (for example a local Ollama at `http://localhost:11434/v1`).")
 	return b.String(), nil
 }
+
+// speakerRE matches the "[name (U…)] " the bot puts before a person's
+// words.
+var speakerRE = regexp.MustCompile(`^\[[^\]\n]{1,80}\]\s*`)
 
 // pickTool prefers the memory server's read_graph, then any memory tool,
 // then any tool.

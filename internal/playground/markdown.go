@@ -91,7 +91,7 @@ func mdNode(n ast.Node, src []byte, names Names) []Node {
 		}
 		return []Node{text("☐ ")}
 	case *ast.Text:
-		out := []Node{text(html.UnescapeString(string(n.Value(src))))}
+		out := []Node{text(withEmoji(html.UnescapeString(string(n.Value(src)))))}
 		switch {
 		case n.HardLineBreak():
 			out = append(out, Node{Tag: "br"})

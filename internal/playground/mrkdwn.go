@@ -167,7 +167,7 @@ func inline(s string, names Names) []Node {
 	var plain strings.Builder
 	emit := func() {
 		if plain.Len() > 0 {
-			out = append(out, text(html.UnescapeString(plain.String())))
+			out = append(out, text(withEmoji(html.UnescapeString(plain.String()))))
 			plain.Reset()
 		}
 	}

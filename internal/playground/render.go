@@ -341,7 +341,7 @@ func richInline(elems []json.RawMessage, names Names) []Node {
 			}
 			n = styled(e.Style, []Node{link(e.URL, []Node{text(label)})})
 		case "emoji":
-			n = text(":" + e.Name + ":")
+			n = text(emojiChar(e.Name))
 		default:
 			continue
 		}

@@ -51,6 +51,7 @@ type Msg struct {
 // Reaction is an emoji on a message.
 type Reaction struct {
 	Name  string `json:"name"`
+	Emoji string `json:"emoji"`
 	Count int    `json:"count"`
 	Mine  bool   `json:"mine,omitempty"`
 }
@@ -238,7 +239,7 @@ func (s *Server) msg(m slackemu.Message, me string) Msg {
 	out.Blocks = append(out.Blocks, renderChunks(m.Chunks, s.names)...)
 	for _, name := range sortedKeys(m.Reactions) {
 		users := m.Reactions[name]
-		out.Reactions = append(out.Reactions, Reaction{Name: name, Count: len(users), Mine: slices.Contains(users, me)})
+		out.Reactions = append(out.Reactions, Reaction{Name: name, Emoji: emojiChar(name), Count: len(users), Mine: slices.Contains(users, me)})
 	}
 	for _, id := range m.Files {
 		f, ok := s.slack.FileMeta(id)

@@ -260,23 +260,25 @@ func (s *Server) postUserLocked(team, channel, user, text, threadTS string) *Mes
 }
 
 // richTextBlocks renders text as the rich_text block Slack attaches to user
-// messages (mentions as user elements).
+// messages (mentions as user elements). The message text escapes &, <
+// and >; rich_text elements carry them as they are.
 func richTextBlocks(text string) json.RawMessage {
 	var elems []map[string]any
+	unescape := strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace
 	rest := text
 	for rest != "" {
 		i := strings.Index(rest, "<@")
 		if i < 0 {
-			elems = append(elems, map[string]any{"type": "text", "text": rest})
+			elems = append(elems, map[string]any{"type": "text", "text": unescape(rest)})
 			break
 		}
 		j := strings.Index(rest[i:], ">")
 		if j < 0 {
-			elems = append(elems, map[string]any{"type": "text", "text": rest})
+			elems = append(elems, map[string]any{"type": "text", "text": unescape(rest)})
 			break
 		}
 		if i > 0 {
-			elems = append(elems, map[string]any{"type": "text", "text": rest[:i]})
+			elems = append(elems, map[string]any{"type": "text", "text": unescape(rest[:i])})
 		}
 		elems = append(elems, map[string]any{"type": "user", "user_id": rest[i+2 : i+j]})
 		rest = rest[i+j+1:]

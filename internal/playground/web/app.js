@@ -79,13 +79,9 @@ async function api(path, body) {
 
 // --- blocks -------------------------------------------------------------
 
-const EMOJI = {
-  '+1': '👍', thumbsup: '👍', white_check_mark: '✅', heavy_check_mark: '✔️', eyes: '👀', tada: '🎉',
-  hourglass_flowing_sand: '⏳', hourglass: '⌛', x: '❌', warning: '⚠️', no_entry: '⛔', wrench: '🔧',
-  memo: '📝', heart: '❤️', rocket: '🚀', thinking_face: '🤔', robot_face: '🤖', octagonal_sign: '🛑',
-};
-
-function emoji(name) { return EMOJI[name] || ':' + name + ':'; }
+// The reaction picker's choices (the server names the emoji of
+// reactions already on a message).
+const PICK = { '+1': '👍', white_check_mark: '✅', eyes: '👀', tada: '🎉', heart: '❤️', rocket: '🚀' };
 
 // button renders a Block Kit button; ctx says where a click goes.
 function button(b, ctx) {
@@ -228,7 +224,7 @@ function block(b, ctx) {
 
 function fmtTime(ms) {
   const d = new Date(ms);
-  return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
 }
 
 function messageEl(m, inThread) {
@@ -277,7 +273,7 @@ function messageEl(m, inThread) {
   if (!m.ephemeral) {
     const bar = el('div', 'msg-actions');
     for (const r of m.reactions || []) {
-      const rb = el('button', 'reaction' + (r.mine ? ' mine' : ''), emoji(r.name) + ' ' + r.count);
+      const rb = el('button', 'reaction' + (r.mine ? ' mine' : ''), r.emoji + ' ' + r.count);
       rb.type = 'button';
       rb.setAttribute('aria-pressed', r.mine ? 'true' : 'false');
       rb.setAttribute('aria-label', r.name + ', ' + r.count + (r.mine ? ', including you' : ''));
@@ -301,16 +297,14 @@ function messageEl(m, inThread) {
   return li;
 }
 
-const PICK = ['+1', 'white_check_mark', 'eyes', 'tada', 'heart', 'rocket'];
-
 function pickReaction(anchor, ts) {
   const old = document.querySelector('.picker');
   if (old) old.remove();
   const p = el('div', 'picker');
   p.setAttribute('role', 'group');
   p.setAttribute('aria-label', 'Pick a reaction');
-  for (const name of PICK) {
-    const b = el('button', 'reaction', emoji(name));
+  for (const [name, ch] of Object.entries(PICK)) {
+    const b = el('button', 'reaction', ch);
     b.type = 'button';
     b.setAttribute('aria-label', name);
     b.addEventListener('click', () => { p.remove(); react(ts, name, true); });
