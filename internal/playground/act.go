@@ -100,7 +100,7 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request) {
 }
 
 // mentionRE finds @handles in what the person typed.
-var mentionRE = regexp.MustCompile(`(^|[^\w@])@([a-z0-9][a-z0-9._-]*)`)
+var mentionRE = regexp.MustCompile(`(?i)(^|[^\w@])@([a-z0-9][a-z0-9._-]*)`)
 
 // slackText turns composer text into Slack's message text: &, < and >
 // escaped as Slack clients send them, @handles of the bot and the

@@ -1,7 +1,7 @@
 // Bobbin playground page. Everything shown comes from /api/view as data
 // and is put on the page with textContent and createElement only: no
-// innerHTML, no eval, no inline handlers (the server's
-// Content-Security-Policy forbids them anyway).
+// string is ever parsed as HTML or run as code, and there are no inline
+// handlers (the server's Content-Security-Policy forbids them anyway).
 'use strict';
 
 const $ = (id) => document.getElementById(id);
