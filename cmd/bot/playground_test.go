@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"go/parser"
 	"go/token"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bobbinbot/bobbin/internal/llmemu"
 )
 
 func TestCommand(t *testing.T) {
@@ -94,6 +98,98 @@ func TestPlaygroundOnlyFromItsCommand(t *testing.T) {
 			if (strings.HasSuffix(path, "/internal/playground") || strings.HasSuffix(path, "/internal/slackemu")) && f != "playground.go" {
 				t.Errorf("%s imports %s: only playground.go may", f, path)
 			}
+		}
+	}
+}
+
+// TestPlaygroundWithModelEndpoint: with LLM_* set the playground's bot
+// talks to that endpoint (here the fake OpenAI-compatible server), not
+// the demo model, and the page says which model answers.
+func TestPlaygroundWithModelEndpoint(t *testing.T) {
+	llm := llmemu.New(llmemu.Options{APIKey: "sk-real-endpoint-key", TokenInterval: time.Millisecond})
+	defer llm.Close()
+	addr := freeAddr(t)
+	env := map[string]string{
+		"PLAYGROUND_ADDR": addr, "REDIS_URL": os.Getenv("REDIS_URL"),
+		"LLM_PROVIDER": "openai", "LLM_BASE_URL": llm.URL() + "/v1", "LLM_API_KEY": "sk-real-endpoint-key", "LLM_MODEL": "gpt-4o",
+		"STREAM_EDIT_INTERVAL": "100ms", "SHUTDOWN_GRACE": "3s",
+	}
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runPlayground(ctx, envFunc(env), &out, &out) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("playground: %v", err)
+		}
+	}()
+	base := "http://" + addr
+	getJSON := func(path string, v any) error {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(v)
+	}
+	var state struct {
+		Model struct {
+			Demo     bool   `json:"demo"`
+			Name     string `json:"name"`
+			Endpoint string `json:"endpoint"`
+		} `json:"model"`
+	}
+	waitFor(t, "the page", func() bool { return getJSON("/api/state", &state) == nil })
+	if state.Model.Demo || state.Model.Name != "gpt-4o" || !strings.Contains(state.Model.Endpoint, llm.URL()) {
+		t.Errorf("model = %+v", state.Model)
+	}
+	type view struct {
+		Channel []struct {
+			TS      string `json:"ts"`
+			Replies int    `json:"replies"`
+		} `json:"channel"`
+		Thread    []json.RawMessage `json:"thread"`
+		Connected bool              `json:"connected"`
+	}
+	var v view
+	waitFor(t, "the bot's socket", func() bool {
+		return getJSON("/api/view?as=U0ALICE&channel=C0GENERAL", &v) == nil && v.Connected
+	})
+	body := strings.NewReader(`{"as":"U0ALICE","channel":"C0GENERAL","text":"@bobbin ping from the page"}`)
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/post", body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Bobbin-Playground", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	waitFor(t, "the answer", func() bool {
+		if getJSON("/api/view?as=U0ALICE&channel=C0GENERAL", &v) != nil || len(v.Channel) == 0 {
+			return false
+		}
+		var th view
+		if getJSON("/api/view?as=U0ALICE&channel=C0GENERAL&thread="+v.Channel[0].TS, &th) != nil || len(th.Thread) < 2 {
+			return false
+		}
+		last := string(th.Thread[len(th.Thread)-1])
+		return strings.Contains(last, "ping from the page") && !strings.Contains(last, "demo model") && !strings.Contains(last, "Stop")
+	})
+	if got := len(llm.Requests()); got == 0 {
+		t.Error("the model endpoint got no request")
+	}
+	if strings.Contains(out.String(), "sk-real-endpoint-key") {
+		t.Error("the output shows the model key")
+	}
+}
+
+// waitFor polls cond with a generous deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: gave up", what)
 		}
 	}
 }

@@ -146,7 +146,7 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 			"Ask me for a *tool* again, or set `LLM_PROVIDER`, `LLM_BASE_URL` and `LLM_MODEL` to try a real model.", name, clip(result, 800)), nil
 	}
 	question, media := last.text()
-	// The bot prefixes a person's words with who said them.
+	// The bot prefixes a person's words with who said them and where.
 	question = speakerRE.ReplaceAllString(question, "")
 	var b strings.Builder
 	b.WriteString("Hello! I am Bobbin's **demo model**: a short script inside the playground, not a language model. ")
@@ -177,9 +177,9 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 	return b.String(), nil
 }
 
-// speakerRE matches the "[name (U…)] " the bot puts before a person's
-// words.
-var speakerRE = regexp.MustCompile(`^\[[^\]\n]{1,80}\]\s*`)
+// speakerRE matches the bracketed notes the bot puts before a person's
+// words ("[alice (U…)] ", "[Slack: while writing this, …]").
+var speakerRE = regexp.MustCompile(`^(\[[^\]\n]{1,300}\]\s*)+`)
 
 // pickTool prefers the memory server's read_graph, then any memory tool,
 // then any tool.
