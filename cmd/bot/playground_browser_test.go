@@ -190,6 +190,10 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		chromedp.SendKeys(`//dialog[@id='modal']//label[starts-with(normalize-space(), 'HTTPS URL')]/following-sibling::input`, "https://mcp.example.com/mcp"),
 		chromedp.Click(chromedp.ID("modal-submit")))
 	b.wait("the field error", `document.getElementById('modal').open && !!document.querySelector('#modal .field-error') && !!document.querySelector('#modal [aria-invalid="true"]')`)
+	shot = runTab[[]byte](b, "screenshot the form", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(outputDir(t), "playground-modal.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if typed := runTab[string](b, "the name field", chromedp.Value(nameField)); typed != "bad name!" {
 		t.Errorf("after the error the name field holds %q, want what was typed", typed)
 	}
