@@ -59,8 +59,8 @@ type mount struct {
 	principal string
 	// scope is who may use the tools, and where; cfg.Scope is kept empty
 	// so that nothing reads a stale copy (setScope, scopeNow).
-	scope Scope
-	handler   *oauthHandler
+	scope   Scope
+	handler *oauthHandler
 
 	closing chan struct{}
 	wg      sync.WaitGroup
