@@ -137,7 +137,6 @@ type personEntry struct {
 // person describes r in team; a failed users.info is not cached (the next
 // turn asks again) and makes the person Unverified.
 func (b *Bot) person(ctx context.Context, team string, r personRef) Person {
-	p := Person{ID: r.user}
 	key := team + "/" + r.user
 	c := &b.ctl.people
 	c.mu.Lock()
@@ -150,11 +149,9 @@ func (b *Bot) person(ctx context.Context, team string, r personRef) Person {
 		if err != nil || u == nil {
 			b.log.Warn("bot: cannot check a person's account; no scoped tools for them this turn",
 				"team", team, "user", r.user, "err", err)
-			p.Unverified = true
-			return p
+			return Person{ID: r.user, Unverified: true}
 		}
-		e = personEntry{guest: u.IsRestricted || u.IsUltraRestricted, grid: slices.Contains(u.Enterprise.Teams, team), at: time.Now()}
-		e.external = u.IsStranger || (u.TeamID != "" && u.TeamID != team && !e.grid)
+		e = personFacts(u, team)
 		c.mu.Lock()
 		if c.m == nil || len(c.m) >= maxRoleEntries {
 			c.m = map[string]personEntry{}
@@ -162,11 +159,21 @@ func (b *Bot) person(ctx context.Context, team string, r personRef) Person {
 		c.m[key] = e
 		c.mu.Unlock()
 	}
-	p.Guest = e.guest
-	// The event's user_team names another workspace: Slack Connect,
-	// unless that person is of this workspace's Grid org.
-	p.External = e.external || (r.team != "" && r.team != team && !e.grid)
-	return p
+	return e.person(r, team)
+}
+
+// personFacts is what users.info says about u as a person of team.
+func personFacts(u *slack.User, team string) personEntry {
+	e := personEntry{guest: u.IsRestricted || u.IsUltraRestricted, grid: slices.Contains(u.Enterprise.Teams, team), at: time.Now()}
+	e.external = u.IsStranger || (u.TeamID != "" && u.TeamID != team && !e.grid)
+	return e
+}
+
+// person is r as e describes them. The event's user_team naming another
+// workspace means Slack Connect, unless the person belongs to this
+// workspace through its Grid org.
+func (e personEntry) person(r personRef, team string) Person {
+	return Person{ID: r.user, Guest: e.guest, External: e.external || (r.team != "" && r.team != team && !e.grid)}
 }
 
 // Errors of usergroupMembers that an admin is told about.
