@@ -147,19 +147,30 @@ func (b *Bot) person(ctx context.Context, team string, r personRef) Person {
 		u, err := b.lookupUser(lctx, team, r.user)
 		cancel()
 		if err != nil || u == nil {
-			b.log.Warn("bot: cannot check a person's account; no scoped tools for them this turn",
+			b.log.Warn("bot: cannot check a person's account; for tool scopes they count as a guest this turn",
 				"team", team, "user", r.user, "err", err)
 			return Person{ID: r.user, Unverified: true}
 		}
-		e = personFacts(u, team)
-		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxRoleEntries {
-			c.m = map[string]personEntry{}
-		}
-		c.m[key] = e
-		c.mu.Unlock()
+		e = c.remember(team, r.user, u)
 	}
 	return e.person(r, team)
+}
+
+// remember caches what users.info said about user (u) in team: any
+// users.info answer will do, so the name lookup's saves the scope check a
+// call.
+func (c *personCache) remember(team, user string, u *slack.User) personEntry {
+	if u == nil {
+		return personEntry{}
+	}
+	e := personFacts(u, team)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxRoleEntries {
+		c.m = map[string]personEntry{}
+	}
+	c.m[team+"/"+user] = e
+	return e
 }
 
 // personFacts is what users.info says about u as a person of team.
