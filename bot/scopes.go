@@ -46,6 +46,8 @@ var webMethods = []webMethod{
 	// context: public and private channels (never DMs).
 	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},
 	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
+	// Members of user groups that scope MCP servers (access.go).
+	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
 }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with
