@@ -41,10 +41,12 @@ type Runner interface {
 	Run(ctx context.Context, t agent.Turn) (agent.Result, error)
 }
 
-// ToolSource gives the tools of a workspace (the mcp Manager). The bot does
-// not import mcp: cmd/bot passes the Manager in.
+// ToolSource gives the tools a turn may use (the mcp Manager): those of
+// the workspace's servers whose scope allows a (where the turn runs, whose
+// messages it answers), each checking a again when called. The bot does not
+// import mcp: cmd/bot adapts the Manager.
 type ToolSource interface {
-	Tools(ctx context.Context, team string) ([]agent.Tool, error)
+	Tools(ctx context.Context, a Access) ([]agent.Tool, error)
 }
 
 // Stream modes (STREAM_MODE).
@@ -118,6 +120,10 @@ type Options struct {
 	// the call is denied (APPROVAL_TIMEOUT, default 10 min). Keep the
 	// agent's own ApprovalTimeout at least this long.
 	ApprovalTimeout time.Duration
+	// UsergroupCacheTTL is how long a user group's members are reused, by
+	// every replica, before usergroups.users.list is asked again
+	// (USERGROUP_CACHE_TTL, default DefaultUsergroupCacheTTL).
+	UsergroupCacheTTL time.Duration
 
 	// Thread context and files (threadctx.go, files.go).
 	//

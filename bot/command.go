@@ -57,6 +57,10 @@ type ServerStatus struct {
 	Disabled []string
 	// Flagged are tools the poisoning scanner flagged.
 	Flagged []string
+	// Scope is who may use the server's tools, and where; Here (from
+	// StatusAt) whether they are offered to the person asking, there.
+	Scope ServerScope
+	Here  *ScopeVerdict
 }
 
 // ToolInfo is one tool of a server.
@@ -81,6 +85,7 @@ const (
 	opAddModal = "mcp add (modal)"
 	opRemove   = "mcp remove"
 	opApprove  = "mcp approve"
+	opScope    = "mcp scope"
 )
 
 // command is a parsed /bobbin invocation.
@@ -89,6 +94,9 @@ type command struct {
 	Name    string
 	URL     string
 	Headers []header
+	// Scope and ClearScope are mcp scope's (scope_cmd.go).
+	Scope      ServerScope
+	ClearScope bool
 }
 
 // header is a secret HTTP header for a registered server.
@@ -127,6 +135,7 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp add <name> <https-url> [Header: value …]`: the same in one line _(admins)_\n" +
 	"• `/bobbin mcp remove <name>`: unregister a server _(admins)_\n" +
 	"• `/bobbin mcp approve <name>`: re-enable tools whose definition changed _(admins)_\n" +
+	"• `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`: who may use a registered server's tools, and where; `clear` lifts it _(admins)_\n" +
 	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
 	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread."
 
@@ -154,7 +163,7 @@ func parseCommand(text string) (command, error) {
 		return command{}, usageError(fmt.Sprintf("I don't know the command %q.", clip(toks[0], 40)))
 	}
 	if len(toks) < 2 {
-		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>` or `approve <name>`.")
+		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>`, `approve <name>` or `scope <name> …`.")
 	}
 	sub, args := strings.ToLower(toks[1]), toks[2:]
 	named := func(op string) (command, error) {
@@ -180,8 +189,20 @@ func parseCommand(text string) (command, error) {
 		return named(opApprove)
 	case "add":
 		return parseAdd(args)
+	case "scope":
+		if len(args) < 2 {
+			return command{}, usageError("Usage: `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`, or `/bobbin mcp scope <name> clear`.")
+		}
+		if err := checkServerName(args[0]); err != nil {
+			return command{}, err
+		}
+		sc, clear, err := parseScope(args[1:])
+		if err != nil {
+			return command{}, err
+		}
+		return command{Op: opScope, Name: args[0], Scope: sc, ClearScope: clear}, nil
 	}
-	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove` or `approve`.", clip(toks[1], 40)))
+	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove`, `approve` or `scope`.", clip(toks[1], 40)))
 }
 
 // parseAdd parses `mcp add [<name> <url> [Header: value …]]`.
@@ -428,13 +449,17 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	}
 	switch cmd.Op {
 	case opList:
-		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpList(ctx, team) })
+		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpList(ctx, team, sc.ChannelID, user) })
 	case opTools:
 		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpTools(ctx, team, cmd.Name) })
 	case opApprove:
 		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpApprove(ctx, team, user, cmd.Name) })
 	case opRemove:
 		return ephemeralAck(b.mcpRemove(ctx, team, user, cmd.Name))
+	case opScope:
+		return b.later(ctx, to, "", func(ctx context.Context) string {
+			return b.mcpScope(ctx, team, user, cmd.Name, cmd.Scope, cmd.ClearScope)
+		})
 	case opAddModal:
 		return b.openAddModal(ctx, sc, to)
 	case opAdd:

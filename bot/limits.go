@@ -55,12 +55,14 @@ const defaultLimitKey = "*"
 // slack.md §4): chat.postMessage about one a second per channel (burst 3)
 // under a workspace cap; chat.update, chat.delete, reactions.*,
 // conversations.*, team.info and auth.test Tier 3 (chat.update's rate is
-// SLACK_UPDATES_PER_MINUTE); chat.startStream and chat.stopStream Tier 2;
-// chat.appendStream, chat.postEphemeral, views.*, users.info, files.info
-// and assistant.threads.* Tier 4. conversations.replies is Tier 3 for
-// Marketplace and internal apps; a commercially distributed app outside
-// the Marketplace gets 1 call a minute (15 messages a page): set
-// SLACK_RATE_LIMITS=conversations.replies=1:1 for it. Key "*" is the budget of any other method.
+// SLACK_UPDATES_PER_MINUTE); chat.startStream, chat.stopStream and
+// usergroups.users.list Tier 2; chat.appendStream, chat.postEphemeral,
+// views.*, users.info, files.info and assistant.threads.* Tier 4.
+// conversations.replies is Tier 3 for Marketplace and internal apps; a
+// commercially distributed app outside the Marketplace gets 1 call a
+// minute (15 messages a page): set
+// SLACK_RATE_LIMITS=conversations.replies=1:1 for it. Key "*" is the
+// budget of any other method.
 func DefaultRateLimits() map[string]RateLimit {
 	return map[string]RateLimit{
 		defaultLimitKey:                         tier3,
@@ -87,6 +89,7 @@ func DefaultRateLimits() map[string]RateLimit {
 		"assistant.threads.setTitle":            tier4,
 		"apps.connections.open":                 tier3,
 		"files.info":                            tier4,
+		"usergroups.users.list":                 tier2,
 	}
 }
 

@@ -54,6 +54,8 @@ var webMethods = []webMethod{
 	// Slack Connect file stubs (files.go). files:read is also what the
 	// file host wants of the token that downloads a file (download.go).
 	{"files.info", []string{"GetFileInfo", "GetFileInfoContext"}, []string{"files:read"}},
+	// Members of user groups that scope MCP servers (access.go).
+	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
 }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with

@@ -60,6 +60,7 @@ type config struct {
 	UpdatesPerMinute   int           `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"45"`
 	SlackRateLimits    string        `env:"SLACK_RATE_LIMITS"`
 	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
+	UsergroupCacheTTL  time.Duration `env:"USERGROUP_CACHE_TTL" envDefault:"5m"`
 	// Thread context (bot/threadctx.go).
 	ThreadFollowups       string `env:"THREAD_FOLLOWUPS" envDefault:"all"`
 	ThreadContextMessages int    `env:"THREAD_CONTEXT_MESSAGES" envDefault:"100"`
@@ -188,6 +189,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"SHUTDOWN_GRACE", c.ShutdownGrace},
 		{"LEASE_TTL", c.LeaseTTL},
 		{"SOCKET_PING_TIMEOUT", c.SocketPingTimeout},
+		{"USERGROUP_CACHE_TTL", c.UsergroupCacheTTL},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {

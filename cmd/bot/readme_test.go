@@ -131,7 +131,11 @@ func TestReadmeOnce(t *testing.T) {
 // TestReadmeConfigurationTable: every variable the bot reads has a row.
 func TestReadmeConfigurationTable(t *testing.T) {
 	doc := readme(t)
-	for _, name := range envFields(reflect.TypeFor[config]()) {
+	names := envFields(reflect.TypeFor[config]())
+	for k, v := range envFields(reflect.TypeFor[playgroundConfig]()) {
+		names["playground."+k] = v
+	}
+	for _, name := range names {
 		if !strings.Contains(doc, "| `"+name+"` |") {
 			t.Errorf("README.md's Configuration table has no row for %s", name)
 		}

@@ -344,7 +344,7 @@ func (s *Server) chatPostEphemeral(r *request) (map[string]any, error) {
 		Team: r.team.ID, Channel: ch.ID, User: user, TS: s.newTSLocked(), ThreadTS: r.str("thread_ts"),
 		Text: truncateRunes(c.text, maxPostText), Markdown: c.markdown, Blocks: c.blocks, Via: r.method,
 	}
-	s.ephemerals[user] = append(s.ephemerals[user], e)
+	s.ephemerals[user] = cappedAppend(s, s.ephemerals[user], e)
 	s.changedLocked()
 	return map[string]any{"message_ts": e.TS}, nil
 }
@@ -395,7 +395,7 @@ func (s *Server) addStatusLocked(r *request, st AssistantStatus) (map[string]any
 	if c := s.channels[st.Channel]; !seesChannel(c, r.team.ID) {
 		return nil, apiError("channel_not_found")
 	}
-	s.statuses = append(s.statuses, st)
+	s.statuses = cappedAppend(s, s.statuses, st)
 	s.changedLocked()
 	return map[string]any{}, nil
 }

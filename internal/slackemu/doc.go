@@ -1,5 +1,6 @@
-// Package slackemu is a local Slack for tests: the Web API over HTTP and
-// Socket Mode over WebSocket on a 127.0.0.1 listener, faithful enough that the
+// Package slackemu is a local Slack for tests and for the playground: the
+// Web API over HTTP and Socket Mode over WebSocket on a 127.0.0.1
+// listener, faithful enough that the
 // real slack-go client (and the bot binary built on it) runs against it
 // unchanged by pointing slack.OptionAPIURL / SLACK_API_URL at Server.APIURL.
 //
@@ -108,15 +109,29 @@
 // Resend (same message, new event_id), SetAckDropRate (acks lost on the
 // way), ExpireStream, ExpireTrigger.
 //
-// Memory: Options.JournalLimit bounds the journal, ack log, download log
-// and settled envelopes; Options.FileBytesLimit the bytes of files kept
-// (oldest evicted); pending uploads and OAuth codes are swept. Messages
-// are kept for the server's life.
+// People in a browser (the playground): React (a person's reaction),
+// CloseView (a modal's close button), FileMeta (a file without its bytes),
+// Changed (a channel closed at the next state change) and JournalSince
+// (the calls after a Call.Seq); View.Errors holds the field errors of the
+// last response_action "errors".
+//
+// Memory: everything is kept by default, for tests to inspect. A
+// long-lived server sets Options.JournalLimit (the journal, ack and
+// download logs, settled envelopes, failures, closed connections,
+// assistant statuses, each person's ephemerals, closed views, envelopes
+// parked while no socket is open), MessageLimit (messages per channel),
+// VersionLimit (History versions and stream chunks per message) and
+// FileBytesLimit (bytes of files kept, oldest evicted). Pending uploads
+// and OAuth codes are swept; expired trigger ids, response URLs and
+// socket tickets are forgotten ten minutes after they expire.
 //
 // Tests must poll (Server.WaitFor) with a generous deadline rather than
 // assert durations.
 //
-// Imported only from tests. It must not import any package of this module,
+// Imported by tests and by internal/playground (the product's playground,
+// which reaches it only through a narrow interface of person actions: no
+// fault injection, token minting or forged payloads). It must not import
+// any package of this module,
 // slack-go (only its own tests do, to prove compatibility), go-redis or the
 // MCP SDK; it is plain net/http plus gorilla/websocket.
 package slackemu

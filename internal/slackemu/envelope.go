@@ -77,7 +77,7 @@ type Failure struct {
 	Type       string
 	Team       string
 	User       string
-	Reason     string // "ack_timeout", "retries_exhausted"
+	Reason     string // "ack_timeout", "retries_exhausted", "no_socket"
 }
 
 // AckStats summarises ack behaviour.
@@ -159,9 +159,7 @@ func (s *Server) sendEnvelopeLocked(e *Envelope, attempt int, reason string) {
 	e.attempt = attempt
 	c := s.pickConnLocked()
 	if c == nil {
-		if !slices.Contains(s.pending, e) {
-			s.pending = append(s.pending, e)
-		}
+		s.parkLocked(e)
 		s.changedLocked()
 		return
 	}
@@ -244,7 +242,7 @@ func (s *Server) failLocked(e *Envelope, reason string) {
 	if user == "" {
 		user = who.User.ID
 	}
-	s.failures = append(s.failures, Failure{Time: time.Now(), EnvelopeID: e.ID, Type: e.Type, Team: e.Team, User: user, Reason: reason})
+	s.failures = cappedAppend(s, s.failures, Failure{Time: time.Now(), EnvelopeID: e.ID, Type: e.Type, Team: e.Team, User: user, Reason: reason})
 	s.signalLocked(e)
 	s.changedLocked()
 }

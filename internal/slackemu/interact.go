@@ -316,7 +316,10 @@ func (s *Server) applyAckPayloadLocked(e *Envelope, raw json.RawMessage) {
 		stack := s.stacks[key]
 		switch p.ResponseAction {
 		case "errors":
-			// the view stays open with the errors shown
+			// The view stays open with the errors shown under its inputs.
+			if v := s.views[in.viewID]; v != nil {
+				v.Errors = p.Errors
+			}
 		case "update":
 			if v := s.views[in.viewID]; v != nil && len(p.View) > 0 {
 				_ = s.setViewContentLocked(v, p.View)
@@ -361,7 +364,7 @@ func (s *Server) showReplyLocked(team, channel, user, threadTS, responseType, te
 		s.putMessageLocked(m)
 		return
 	}
-	s.ephemerals[user] = append(s.ephemerals[user], &Ephemeral{
+	s.ephemerals[user] = cappedAppend(s, s.ephemerals[user], &Ephemeral{
 		Team: team, Channel: channel, User: user, TS: s.newTSLocked(), ThreadTS: threadTS, Text: text, Blocks: blocks, Via: via,
 	})
 }
@@ -377,6 +380,7 @@ type responseURL struct {
 
 func (s *Server) newResponseURLLocked(team, channel, user, messageTS, threadTS string, ephemeral bool) string {
 	id := s.newUUIDLocked()
+	s.issuedLocked()
 	s.responses[id] = &responseURL{team: team, channel: channel, user: user, messageTS: messageTS, threadTS: threadTS, ephemeral: ephemeral, expires: time.Now().Add(s.opts.ResponseURLTTL)}
 	return s.base + "/hooks/" + team + "/" + id
 }

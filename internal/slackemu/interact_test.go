@@ -175,8 +175,8 @@ func TestSubmitViewAckActions(t *testing.T) {
 	if err != nil || res.ResponseAction != "errors" || res.Errors["url_block"] != "private address" {
 		t.Fatalf("Wait = %+v, %v", res, err)
 	}
-	if got := len(emu.Views(slackemu.TeamID, slackemu.UserAdmin)); got != 1 {
-		t.Errorf("after errors: stack %d, want 1", got)
+	if vs := emu.Views(slackemu.TeamID, slackemu.UserAdmin); len(vs) != 1 || vs[0].Errors["url_block"] != "private address" {
+		t.Errorf("after errors: stack %+v, want the view with its field error", vs)
 	}
 
 	in2, _ := emu.SubmitView(slackemu.TeamID, slackemu.UserAdmin, v.ID, values)

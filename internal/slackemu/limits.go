@@ -64,6 +64,8 @@ func (s *Server) SetNonMarketplace(on bool) {
 // journalLocked appends a call to the journal, keeping at most
 // Options.JournalLimit entries.
 func (s *Server) journalLocked(c Call) {
+	s.callSeq++
+	c.Seq = s.callSeq
 	s.journal = appendCapped(s.journal, c, s.opts.JournalLimit)
 }
 

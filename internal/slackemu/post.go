@@ -161,6 +161,7 @@ func (s *Server) insertMessageLocked(m *Message) {
 		i--
 	}
 	s.order[m.Channel] = slices.Insert(list, i, m)
+	s.trimChannelLocked(m.Channel)
 	s.changedLocked()
 }
 

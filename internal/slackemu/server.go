@@ -96,10 +96,20 @@ type Options struct {
 	// GlobalShortcut refuse other callback ids. Nil accepts any.
 	Shortcuts []Shortcut
 
-	// JournalLimit caps the journal, the ack log, the file download log
-	// and the settled (acked or failed) envelopes kept for inspection
-	// (entries each; the oldest are dropped). 0 keeps everything.
+	// JournalLimit caps the journal, the ack log, the file download log,
+	// the settled (acked or failed) envelopes, failures, closed
+	// connections, assistant statuses, each person's ephemeral messages,
+	// closed views and the envelopes parked while no socket is open
+	// (entries each; the oldest are dropped, parked envelopes fail with
+	// "no_socket"). 0 keeps everything.
 	JournalLimit int
+	// MessageLimit caps the messages kept per channel (top-level and
+	// replies together; the oldest are forgotten). 0 keeps all.
+	MessageLimit int
+	// VersionLimit caps the versions kept in a message's History (its
+	// first version and the newest ones) and its stream chunks. 0 keeps
+	// all.
+	VersionLimit int
 	// FileBytesLimit caps the bytes of file contents kept (default
 	// 256 MiB); past it the oldest files lose their bytes and their URLs
 	// answer 404. A single file larger than the cap is refused.
@@ -301,6 +311,8 @@ type Server struct {
 	downloads []Download
 	homes     map[string]*View // published home views by team/user
 	uploads   map[string]*pendingUpload
+	callSeq   uint64 // last Call.Seq
+	issued    int    // credentials issued, for the periodic sweep (retention.go)
 }
 
 type teamState struct {

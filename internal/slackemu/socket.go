@@ -83,6 +83,7 @@ func (c *conn) send(f outFrame) bool {
 func (s *Server) connectionsOpen(r *request) (map[string]any, error) {
 	ticket := s.newUUIDLocked()
 	s.tickets[ticket] = time.Now().Add(s.opts.TicketTTL)
+	s.issuedLocked()
 	host := strings.TrimPrefix(s.base, "http://")
 	return map[string]any{"url": fmt.Sprintf("ws://%s/link/?ticket=%s&app_id=%s", host, ticket, s.opts.AppID)}, nil
 }
@@ -171,7 +172,7 @@ func (s *Server) removeConn(c *conn) {
 	if _, ok := s.conns[c.id]; ok {
 		delete(s.conns, c.id)
 		c.info.ClosedAt = time.Now()
-		s.connLog = append(s.connLog, c.info)
+		s.connLog = cappedAppend(s, s.connLog, c.info)
 		s.log.Debug("slackemu: socket closed", "conn", c.id)
 		s.changedLocked()
 	}

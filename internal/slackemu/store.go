@@ -131,11 +131,13 @@ func msgKey(channel, ts string) string { return channel + "/" + ts }
 func (s *Server) putMessageLocked(m *Message) {
 	s.msgs[msgKey(m.Channel, m.TS)] = m
 	s.order[m.Channel] = append(s.order[m.Channel], m)
+	s.trimChannelLocked(m.Channel)
 	s.changedLocked()
 }
 
 func (s *Server) recordVersionLocked(m *Message, method string) {
 	m.History = append(m.History, Version{Time: time.Now(), Method: method, Text: m.Text, MarkdownText: m.MarkdownText, Blocks: m.Blocks})
+	s.trimHistoryLocked(m)
 	s.changedLocked()
 }
 
@@ -258,23 +260,25 @@ func (s *Server) postUserLocked(team, channel, user, text, threadTS string) *Mes
 }
 
 // richTextBlocks renders text as the rich_text block Slack attaches to user
-// messages (mentions as user elements).
+// messages (mentions as user elements). The message text escapes &, <
+// and >; rich_text elements carry them as they are.
 func richTextBlocks(text string) json.RawMessage {
 	var elems []map[string]any
+	unescape := strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace
 	rest := text
 	for rest != "" {
 		i := strings.Index(rest, "<@")
 		if i < 0 {
-			elems = append(elems, map[string]any{"type": "text", "text": rest})
+			elems = append(elems, map[string]any{"type": "text", "text": unescape(rest)})
 			break
 		}
 		j := strings.Index(rest[i:], ">")
 		if j < 0 {
-			elems = append(elems, map[string]any{"type": "text", "text": rest})
+			elems = append(elems, map[string]any{"type": "text", "text": unescape(rest)})
 			break
 		}
 		if i > 0 {
-			elems = append(elems, map[string]any{"type": "text", "text": rest[:i]})
+			elems = append(elems, map[string]any{"type": "text", "text": unescape(rest[:i])})
 		}
 		elems = append(elems, map[string]any{"type": "user", "user_id": rest[i+2 : i+j]})
 		rest = rest[i+j+1:]

@@ -3,6 +3,7 @@ package slackemu
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -25,6 +26,12 @@ type View struct {
 	PreviousID string
 	Closed     bool
 	Updates    int
+	// Errors are the field errors of the last view_submission answered
+	// with response_action "errors" (block_id → message), shown under
+	// the inputs until the view changes or is submitted again.
+	Errors map[string]string
+
+	created time.Time
 }
 
 // maxViewBlocks is Slack's block limit for modals and Home tabs.
@@ -39,6 +46,7 @@ type trigger struct {
 func (s *Server) newTriggerLocked(team, user string) string {
 	id := fmt.Sprintf("%d.%d.%s", time.Now().Unix(), s.rng.Uint32(), s.newUUIDLocked()[:8])
 	s.triggers[id] = &trigger{team: team, user: user, expires: time.Now().Add(s.opts.TriggerTTL)}
+	s.issuedLocked()
 	return id
 }
 
@@ -87,17 +95,19 @@ func (s *Server) setViewContentLocked(v *View, raw json.RawMessage) error {
 	}
 	v.Type, v.CallbackID, v.PrivateMetadata, v.ExternalID = vr.Type, vr.CallbackID, vr.PrivateMetadata, vr.ExternalID
 	v.Title, v.Blocks, v.Raw = vr.Title, vr.Blocks, raw
+	v.Errors = nil
 	v.Hash = fmt.Sprintf("%d.%s", time.Now().Unix(), s.newUUIDLocked()[:8])
 	return nil
 }
 
 func (s *Server) newViewLocked(team, user string, raw json.RawMessage) (*View, error) {
-	v := &View{ID: s.newIDLocked("V"), Team: team, User: user}
+	v := &View{ID: s.newIDLocked("V"), Team: team, User: user, created: time.Now()}
 	if err := s.setViewContentLocked(v, raw); err != nil {
 		return nil, err
 	}
 	v.RootID = v.ID
 	s.views[v.ID] = v
+	s.trimViewsLocked()
 	return v, nil
 }
 
@@ -225,6 +235,7 @@ func (s *Server) Views(team, user string) []View {
 	for _, v := range s.stacks[team+"/"+user] {
 		c := *v
 		c.Raw = slices.Clone(v.Raw)
+		c.Errors = maps.Clone(v.Errors)
 		out = append(out, c)
 	}
 	return out

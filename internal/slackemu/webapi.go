@@ -16,6 +16,9 @@ import (
 
 // Call is one Web API call in the journal.
 type Call struct {
+	// Seq numbers the calls from 1 in the order they were journaled
+	// (JournalSince reads on from one).
+	Seq    uint64
 	Time   time.Time
 	Method string
 	Team   string // "" when the token did not resolve
