@@ -316,3 +316,55 @@ func TestE2EAssistantTitle(t *testing.T) {
 		t.Errorf("%d conversations.replies calls for an assistant thread, want 0", n)
 	}
 }
+
+// TestE2EThreadFollowupsTwoReplicas: with two replicas (envelopes spread
+// over both), replies without a mention are recorded once each, under the
+// thread's lease, and all reach the next mention.
+func TestE2EThreadFollowupsTwoReplicas(t *testing.T) {
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) { o.ThreadFollowups = bot.FollowupsMention }})
+	opts := h.opts
+	opts.ReplicaID = "second"
+	second, err := bot.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- second.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	h.wait("second replica connected", func() bool { return second.Ready(context.Background()) == nil })
+
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "collect notes here", "")
+	h.waitReplies(slackemu.ChannelGen, p.TS, 0, 1)
+	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: p.TS}
+	count := func(text string) int {
+		_, msgs, err := h.store.Load(context.Background(), k)
+		if err != nil {
+			return -1
+		}
+		n := 0
+		for _, m := range msgs {
+			n += strings.Count(m.Content, text)
+		}
+		return n
+	}
+	notes := []string{"note one", "note two", "note three", "note four"}
+	for _, n := range notes {
+		h.emu.Message(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserBob, n, p.TS)
+		h.wait("recorded: "+n, func() bool { return count(n) > 0 })
+	}
+	for _, n := range notes {
+		if c := count(n); c != 1 {
+			t.Errorf("%q recorded %d times", n, c)
+		}
+	}
+	h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "list the notes", p.TS)
+	h.waitReplies(slackemu.ChannelGen, p.TS, 0, 2)
+	reqs := h.llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if text := userText(reqs[1]); !inOrder(text, append(notes, "list the notes")...) {
+		t.Errorf("mention's request lacks the notes in order:\n%s", text)
+	}
+}
