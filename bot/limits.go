@@ -56,7 +56,7 @@ const defaultLimitKey = "*"
 // under a workspace cap; chat.update, chat.delete, reactions.*,
 // conversations.*, team.info and auth.test Tier 3 (chat.update's rate is
 // SLACK_UPDATES_PER_MINUTE); chat.startStream and chat.stopStream Tier 2;
-// chat.appendStream, chat.postEphemeral, views.*, users.info and
+// chat.appendStream, chat.postEphemeral, views.* (views.publish too), users.info and
 // assistant.threads.* Tier 4. Key "*" is the budget of any other method.
 func DefaultRateLimits() map[string]RateLimit {
 	return map[string]RateLimit{
@@ -79,6 +79,7 @@ func DefaultRateLimits() map[string]RateLimit {
 		"views.open":                            tier4,
 		"views.update":                          tier4,
 		"views.push":                            tier4,
+		"views.publish":                         tier4,
 		"assistant.threads.setStatus":           tier4,
 		"assistant.threads.setSuggestedPrompts": tier4,
 		"assistant.threads.setTitle":            tier4,

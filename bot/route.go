@@ -36,6 +36,8 @@ type innerEvent struct {
 	Team        string `json:"team"`
 
 	EventTS string `json:"event_ts"`
+	// Tab is app_home_opened's "home" or "messages".
+	Tab string `json:"tab"`
 
 	AssistantThread *struct {
 		UserID    string `json:"user_id"`
@@ -58,6 +60,8 @@ const (
 	// kindPaneMoved is assistant_thread_context_changed: the person looks
 	// at another channel. It records the pane context, nothing more.
 	kindPaneMoved = "assistant_context_changed"
+	// kindHome is app_home_opened on the Home tab: publish it (home.go).
+	kindHome = "app_home_opened"
 )
 
 // inbound is one person's message bound for a thread's session. It is the
@@ -123,6 +127,9 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 				EnterpriseID: at.Context.EnterpriseID, EventTS: ev.EventTS}
 		}
 		return m, false, team != "", nil
+	case "app_home_opened":
+		m.Kind = kindHome
+		return m, false, team != "" && ev.User != "" && (ev.Tab == "home" || ev.Tab == ""), nil
 	case "app_mention":
 		if !b.fromPerson(ev) || ev.Channel == "" || ev.TS == "" {
 			return m, false, false, nil
@@ -194,6 +201,9 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 	}
 	if !ok {
 		return true, after
+	}
+	if m.Kind == kindHome {
+		return true, b.homeOpened(m.Team, m.User) // idempotent: no dedupe needed
 	}
 	if b.draining.Load() {
 		return false, nil // another replica (or our successor) takes it

@@ -46,6 +46,8 @@ var webMethods = []webMethod{
 	// context: public and private channels (never DMs).
 	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},
 	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
+	// The App Home tab (home.go): Tier 4, no scope.
+	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
 }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with
@@ -57,6 +59,8 @@ var botEvents = map[string]string{
 	"message.im":                       "im:history",
 	"assistant_thread_started":         "assistant:write",
 	"assistant_thread_context_changed": "assistant:write",
+	// The App Home tab (home.go): no scope.
+	"app_home_opened": "",
 }
 
 // botFeatures are the app features (manifest "features" keys) the bot uses
