@@ -234,8 +234,13 @@ func (b *Bot) Ask(ctx context.Context, q Question) (QuestionAnswer, error) {
 		return QuestionAnswer{Action: AnswerCancel}, nil
 	}
 	// Expired here, or withdrawn by a Stop on another replica: this
-	// replica closes the message.
+	// replica closes the message and, for a Stop, stops the turn now
+	// rather than at the next stop poll (the call would otherwise go on
+	// with "cancel" and the model answer as if nobody had pressed Stop).
 	b.settleQuestion(ctx, got, q)
+	if got.State == session.QuestionWithdrawn && got.DecidedBy != "" {
+		b.cancels.cancel(k, stopCause{user: got.DecidedBy})
+	}
 	return QuestionAnswer{Action: AnswerCancel}, nil
 }
 

@@ -187,7 +187,12 @@ func (rs *replicaSet) other(subs ...string) *replica {
 }
 
 // ephemeralText is what an ephemeral message shows: text and blocks.
-func ephemeralText(e slackemu.Ephemeral) string { return e.Text + "\n" + string(e.Blocks) }
+func ephemeralText(e slackemu.Ephemeral) string { return e.Text + "\n" + jsonText(e.Blocks) }
+
+// jsonText is blocks JSON with <, > and & as the reader sees them.
+func jsonText(raw []byte) string {
+	return strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(raw))
+}
 
 // slash runs /bobbin as user and returns the first answer (ephemeral)
 // that contains want.
@@ -236,7 +241,7 @@ func (rs *replicaSet) mention(user, text string) string {
 func (rs *replicaSet) threadText(thread string) string {
 	var b strings.Builder
 	for _, m := range rs.emu.BotReplies(slackemu.ChannelGen, thread) {
-		b.WriteString(m.Text + "\n" + m.MarkdownText + "\n" + string(m.Blocks) + "\n")
+		b.WriteString(m.Text + "\n" + m.MarkdownText + "\n" + jsonText(m.Blocks) + "\n")
 	}
 	return b.String()
 }
