@@ -43,12 +43,6 @@ const (
 
 func blockField(i int) string { return "q_f" + strconv.Itoa(i) }
 
-// fieldIndex reverses blockField.
-func fieldIndex(block string) (int, bool) {
-	n, err := strconv.Atoi(strings.TrimPrefix(block, "q_f"))
-	return n, err == nil && strings.HasPrefix(block, "q_f")
-}
-
 func plain(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
 }

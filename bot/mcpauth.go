@@ -188,13 +188,14 @@ func (b *Bot) rememberNotice(ctx context.Context, team, server, user string, n c
 }
 
 // ephemeralIn posts text (and blocks) only user sees, in channel and
-// thread (must-deliver, within ctx).
+// thread ("" for none; the bot answers in threads in DMs too), must-deliver
+// within ctx.
 func (b *Bot) ephemeralIn(ctx context.Context, team, channel, thread, user, text string, blocks []slack.Block) error {
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if len(blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(blocks...))
 	}
-	if thread != "" && !strings.HasPrefix(channel, "D") {
+	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
 	return b.call(ctx, slackCall{team: team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
