@@ -60,6 +60,11 @@ func TestOAuthServersFromSlack(t *testing.T) {
 			}
 		}
 	}
+	// Before anyone connects, the list says so.
+	if l := ephemeralText(rs.slash(alice, "mcp list", "MCP servers")); !strings.Contains(l, "no connection yet") || !strings.Contains(l, "OAuth, workspace: not connected for the workspace") {
+		t.Errorf("list before any connection:\n%s", l)
+	}
+
 	// Per-user server: the admin's own connection lists its tools.
 	e2 := rs.slash(admin, "mcp add me "+pu.URL+" --per-user", "bobbin_connect_link")
 	if !strings.Contains(ephemeralText(e2), "OAuth (per-user)") {
