@@ -165,3 +165,36 @@ func TestConnectNotice(t *testing.T) {
 		t.Error("a server name with ':' was accepted")
 	}
 }
+
+// TestQuestionKeysExpire: every key a question or a connect notice leaves
+// behind has a TTL.
+func TestQuestionKeysExpire(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := ctxT(t)
+	k := testThread()
+	q, err := s.CreateQuestion(ctx, newQuestion(k, time.Minute, `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { _, err := s.WaitQuestion(ctx, q.ID); waited <- err }()
+	time.Sleep(200 * time.Millisecond) // the waiter blocks: its wake-up path runs
+	if _, _, err := s.AnswerQuestion(ctx, q.ID, QuestionAccept, "U1", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutConnectNotice(ctx, k.Team, "linear", "U1", []byte(`{}`), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	keys := scanKeys(t, s)
+	if len(keys) < 3 {
+		t.Errorf("only keys %v", keys)
+	}
+	for _, key := range keys {
+		if ttl := s.rdb.PTTL(ctx, key).Val(); ttl <= 0 {
+			t.Errorf("key %s has no TTL (%v)", key, ttl)
+		}
+	}
+}
