@@ -183,6 +183,10 @@ func plural(why string) string {
 // ready to use.
 type control struct {
 	roles roleCache
+	// people and groups tell who a turn answers, for tool scopes
+	// (access.go).
+	people personCache
+	groups groups
 	// jobs are slash-command answers still being worked on (a probe takes
 	// seconds, more than an ack may wait); Run waits for them on shutdown.
 	jobs sync.WaitGroup
@@ -256,11 +260,14 @@ func hintWords(h agent.Hints) string {
 	return strings.Join(w, " · ")
 }
 
-// mcpList answers /bobbin mcp list for user (OAuth connection states are
-// the workspace's or theirs).
-func (b *Bot) mcpList(ctx context.Context, team, user string) string {
+// mcpList answers /bobbin mcp list for user in channel: with each server's
+// scope and whether it is available to them there, and OAuth connection
+// states (the workspace's, or theirs).
+func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 	var st []ServerStatus
-	if ma := b.mcpAuth(); ma != nil {
+	if ss, ok := b.opts.MCP.(scopeStatus); ok {
+		st = ss.StatusAt(ctx, b.accessFor(ctx, team, channel, []personRef{{user: user}}))
+	} else if ma := b.mcpAuth(); ma != nil {
 		st = ma.StatusFor(ctx, team, user)
 	} else {
 		st = b.opts.MCP.Status(ctx, team)
@@ -304,6 +311,11 @@ func (b *Bot) mcpList(ctx context.Context, team, user string) string {
 		if len(x.Flagged) > 0 {
 			fmt.Fprintf(&s, "    :mag: flagged by the safety scanner: %s\n", codeList(x.Flagged))
 		}
+		fmt.Fprintf(&s, "    scope: %s", describeScope(x.Scope)) // scope_cmd.go
+		if v := describeVerdict(x.Here); v != "" {
+			s.WriteString(" — " + v)
+		}
+		s.WriteByte('\n')
 	}
 	return s.String()
 }

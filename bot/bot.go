@@ -41,10 +41,12 @@ type Runner interface {
 	Run(ctx context.Context, t agent.Turn) (agent.Result, error)
 }
 
-// ToolSource gives the tools of a workspace (the mcp Manager). The bot does
-// not import mcp: cmd/bot passes the Manager in.
+// ToolSource gives the tools a turn may use (the mcp Manager): those of
+// the workspace's servers whose scope allows a (where the turn runs, whose
+// messages it answers), each checking a again when called. The bot does not
+// import mcp: cmd/bot adapts the Manager.
 type ToolSource interface {
-	Tools(ctx context.Context, team string) ([]agent.Tool, error)
+	Tools(ctx context.Context, a Access) ([]agent.Tool, error)
 }
 
 // Stream modes (STREAM_MODE).
@@ -128,6 +130,10 @@ type Options struct {
 	// message per failing field name ("" for the form as a whole); cmd/bot
 	// sets mcp.ValidateElicitContent. Nil checks required fields only.
 	CheckForm func(fields []FormField, content map[string]any) map[string]string
+	// UsergroupCacheTTL is how long a user group's members are reused, by
+	// every replica, before usergroups.users.list is asked again
+	// (USERGROUP_CACHE_TTL, default DefaultUsergroupCacheTTL).
+	UsergroupCacheTTL time.Duration
 }
 
 // Bot is the Slack frontend. Build it with New, run it with Run.

@@ -62,6 +62,10 @@ type ServerStatus struct {
 	// asking.
 	Auth  string
 	OAuth *OAuthState
+	// Scope is who may use the server's tools, and where; Here (from
+	// StatusAt) whether they are offered to the person asking, there.
+	Scope ServerScope
+	Here  *ScopeVerdict
 }
 
 // ToolInfo is one tool of a server.
@@ -88,6 +92,7 @@ const (
 	opApprove  = "mcp approve"
 	opConnect  = "mcp connect"
 	opDiscon   = "mcp disconnect"
+	opScope    = "mcp scope"
 )
 
 // command is a parsed /bobbin invocation.
@@ -98,6 +103,9 @@ type command struct {
 	Headers []header
 	// PerUser is mcp add's --per-user (OAuth: each person connects).
 	PerUser bool
+	// Scope and ClearScope are mcp scope's (scope_cmd.go).
+	Scope      ServerScope
+	ClearScope bool
 }
 
 // header is a secret HTTP header for a registered server.
@@ -138,6 +146,7 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp disconnect <name>`: remove your connection (admins: the workspace's); the server stays registered\n" +
 	"• `/bobbin mcp remove <name>`: unregister a server _(admins)_\n" +
 	"• `/bobbin mcp approve <name>`: re-enable tools whose definition changed _(admins)_\n" +
+	"• `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`: who may use a registered server's tools, and where; `clear` lifts it _(admins)_\n" +
 	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
 	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread. " +
 	"My App Home tab shows this workspace's MCP servers and your connections."
@@ -166,7 +175,7 @@ func parseCommand(text string) (command, error) {
 		return command{}, usageError(fmt.Sprintf("I don't know the command %q.", clip(toks[0], 40)))
 	}
 	if len(toks) < 2 {
-		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>`, `approve <name>`, `connect <name>` or `disconnect <name>`.")
+		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>`, `approve <name>`, `scope <name> …`, `connect <name>` or `disconnect <name>`.")
 	}
 	sub, args := strings.ToLower(toks[1]), toks[2:]
 	named := func(op string) (command, error) {
@@ -196,8 +205,20 @@ func parseCommand(text string) (command, error) {
 		return named(opDiscon)
 	case "add":
 		return parseAdd(args)
+	case "scope":
+		if len(args) < 2 {
+			return command{}, usageError("Usage: `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`, or `/bobbin mcp scope <name> clear`.")
+		}
+		if err := checkServerName(args[0]); err != nil {
+			return command{}, err
+		}
+		sc, clear, err := parseScope(args[1:])
+		if err != nil {
+			return command{}, err
+		}
+		return command{Op: opScope, Name: args[0], Scope: sc, ClearScope: clear}, nil
 	}
-	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove`, `approve`, `connect` or `disconnect`.", clip(toks[1], 40)))
+	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove`, `approve`, `scope`, `connect` or `disconnect`.", clip(toks[1], 40)))
 }
 
 // parseAdd parses `mcp add [<name> <url> [--per-user] [Header: value …]]`.
@@ -456,7 +477,7 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	}
 	switch cmd.Op {
 	case opList:
-		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpList(ctx, team, user) })
+		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpList(ctx, team, sc.ChannelID, user) })
 	case opConnect:
 		return b.laterReply(ctx, to, "", func(ctx context.Context) reply { return b.mcpConnect(ctx, to, team, user, cmd.Name) })
 	case opDiscon:
@@ -467,6 +488,10 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpApprove(ctx, team, user, cmd.Name) })
 	case opRemove:
 		return ephemeralAck(b.mcpRemove(ctx, team, user, cmd.Name))
+	case opScope:
+		return b.later(ctx, to, "", func(ctx context.Context) string {
+			return b.mcpScope(ctx, team, user, cmd.Name, cmd.Scope, cmd.ClearScope)
+		})
 	case opAddModal:
 		return b.openAddModal(ctx, sc, to)
 	case opAdd:

@@ -315,7 +315,9 @@ func (echoTool) Hints() agent.Hints                                    { return 
 
 type oneTool struct{ t agent.Tool }
 
-func (o oneTool) Tools(context.Context, string) ([]agent.Tool, error) { return []agent.Tool{o.t}, nil }
+func (o oneTool) Tools(context.Context, bot.Access) ([]agent.Tool, error) {
+	return []agent.Tool{o.t}, nil
+}
 
 // TestE2ENativeToolProgress: in a native stream, a running tool shows as a
 // task update, then the answer streams.

@@ -55,7 +55,8 @@ const defaultLimitKey = "*"
 // slack.md §4): chat.postMessage about one a second per channel (burst 3)
 // under a workspace cap; chat.update, chat.delete, reactions.*,
 // conversations.*, team.info and auth.test Tier 3 (chat.update's rate is
-// SLACK_UPDATES_PER_MINUTE); chat.startStream and chat.stopStream Tier 2;
+// SLACK_UPDATES_PER_MINUTE); chat.startStream, chat.stopStream and
+// usergroups.users.list Tier 2;
 // chat.appendStream, chat.postEphemeral, views.* (views.publish too), users.info and
 // assistant.threads.* Tier 4. Key "*" is the budget of any other method.
 func DefaultRateLimits() map[string]RateLimit {
@@ -84,6 +85,7 @@ func DefaultRateLimits() map[string]RateLimit {
 		"assistant.threads.setSuggestedPrompts": tier4,
 		"assistant.threads.setTitle":            tier4,
 		"apps.connections.open":                 tier3,
+		"usergroups.users.list":                 tier2,
 	}
 }
 

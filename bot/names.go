@@ -92,6 +92,7 @@ func (c *nameCache) name(ctx context.Context, b *Bot, team, user string) string 
 		if err != nil {
 			return "", err
 		}
+		b.ctl.people.remember(team, user, u) // the turn's tool scopes need it next (access.go)
 		for _, n := range []string{u.Profile.DisplayName, u.Profile.RealName, u.RealName, u.Name} {
 			if n != "" {
 				return n, nil

@@ -34,6 +34,8 @@ type innerEvent struct {
 	Channel     string `json:"channel"`
 	ChannelType string `json:"channel_type"`
 	Team        string `json:"team"`
+	// UserTeam is the author's workspace (Slack Connect: another one).
+	UserTeam string `json:"user_team"`
 
 	EventTS string `json:"event_ts"`
 	// Tab is app_home_opened's "home" or "messages".
@@ -74,6 +76,8 @@ type inbound struct {
 	ThreadTS string `json:"thread_ts"`
 	TS       string `json:"ts"`
 	User     string `json:"user"`
+	// UserTeam is the author's workspace when the event said (user_team).
+	UserTeam string `json:"user_team,omitempty"`
 	Text     string `json:"text"`
 	EventID  string `json:"event_id,omitempty"`
 	// NotBefore delays the turn when the person was over their rate.
@@ -107,7 +111,7 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 	if team == "" {
 		team = ev.Team
 	}
-	m = inbound{Team: team, Channel: ev.Channel, TS: ev.TS, User: ev.User, EventID: cb.EventID, ThreadTS: ev.ThreadTS}
+	m = inbound{Team: team, Channel: ev.Channel, TS: ev.TS, User: ev.User, UserTeam: ev.UserTeam, EventID: cb.EventID, ThreadTS: ev.ThreadTS}
 	if m.ThreadTS == "" {
 		m.ThreadTS = ev.TS
 	}

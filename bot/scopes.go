@@ -48,6 +48,8 @@ var webMethods = []webMethod{
 	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
 	// The App Home tab (home.go): Tier 4, no scope.
 	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
+	// Members of user groups that scope MCP servers (access.go).
+	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
 }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with

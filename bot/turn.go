@@ -179,6 +179,7 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	}
 	meta.TurnID = newID()
 	meta.RequesterID = last.User
+	recordPeople(&meta, k.Team, batch) // access.go
 	meta.TriggerTS = last.TS
 	meta.ReplyTS = ""
 	meta.Phase = "model"
@@ -205,8 +206,11 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 
 	var tools []agent.Tool
 	if b.opts.Tools != nil {
+		// Scoped to the place and the people the turn answers, never to
+		// whoever clicks its buttons later (access.go).
+		a := b.accessFor(ctx, k.Team, k.Channel, peopleOf(meta, who))
 		var err error
-		if tools, err = b.opts.Tools.Tools(ctx, k.Team); err != nil {
+		if tools, err = b.opts.Tools.Tools(ctx, a); err != nil {
 			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
 			tools = nil
 		}

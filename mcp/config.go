@@ -68,6 +68,9 @@ type ServerConfig struct {
 	// with; when the server moves to another one, Bobbin says so instead of
 	// presenting the client there (SEP-2352).
 	ClientIssuer string `yaml:"client_issuer"`
+	// Scope (channels, users, usergroups, guests, dm) is who may use the
+	// server's tools, and where.
+	Scope `yaml:",inline"`
 }
 
 const (
@@ -240,6 +243,7 @@ func (s *ServerConfig) validate(path, where string) []error {
 	if s.Timeout < 0 {
 		bad("timeout", "must not be negative")
 	}
+	s.Scope.validate(bad)
 	for _, list := range []struct {
 		field string
 		names []string

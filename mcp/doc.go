@@ -18,7 +18,10 @@
 // bot's environment; registered servers are HTTPS only, SSRF-checked at
 // connect time (unless AllowPrivateNetworks) and never see ${VARS}
 // expanded. Tool annotations are hints; the operator's allow/deny lists and
-// trusted flag decide what may run unasked.
+// trusted flag decide what may run unasked. Each server's Scope (scope.go)
+// decides who may use it, and where: ToolsFor offers only the tools of
+// servers whose scope allows the turn's Access, and every call checks it
+// again against the scope as it is then.
 //
 // It is the only importer of github.com/modelcontextprotocol/go-sdk. It may
 // import agent and provider; it must never import bot, session, slack-go or

@@ -35,6 +35,9 @@ type Registered struct {
 	// CreatedBy is the admin who registered it: a user server's tools are
 	// listed through their connection.
 	CreatedBy string
+	// Scope is who may use the server's tools, and where (/bobbin mcp
+	// scope); the zero value restricts nothing.
+	Scope Scope
 }
 
 // Options configures a Manager. Zero values mean the defaults in brackets.
@@ -104,6 +107,10 @@ type ServerStatus struct {
 	// asking (StatusFor).
 	Auth  string
 	OAuth *OAuthStatus
+	// Scope is who may use the server's tools, and where; Here, from
+	// StatusAt only, is whether they are offered to the Access asked about.
+	Scope Scope
+	Here  *Verdict
 }
 
 // Manager owns every workspace's MCP mounts. It is safe for concurrent use.
@@ -215,12 +222,18 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 			m.log.Warn("mcp registration skipped: name invalid or taken by the config file", "team", team, "server", r.Name)
 			continue
 		}
+		if err := ValidateScope(r.Scope); err != nil {
+			// Fail closed: a scope that cannot be read offers nothing.
+			m.log.Warn("mcp registration skipped: its scope is malformed", "team", team, "server", r.Name, "err", err)
+			names[r.Name] = true
+			continue
+		}
 		names[r.Name] = true
 		auth := r.Auth
 		if auth == AuthNone {
 			auth = ""
 		}
-		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers, Auth: auth}, sourceRegistered, r.CreatedBy})
+		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers, Auth: auth, Scope: r.Scope}, sourceRegistered, r.CreatedBy})
 	}
 
 	m.mu.Lock()
@@ -251,6 +264,11 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 		}
 	}
 	ws.mounts = next
+	// A changed scope applies to the live mount: no reconnect. (mt.mu is
+	// never held while m.mu is taken, so this order is safe.)
+	for i, mt := range out {
+		mt.setScope(want[i].cfg.Scope)
+	}
 	m.mu.Unlock()
 	for _, mt := range stale {
 		mt.close()
@@ -293,7 +311,10 @@ func (m *Manager) registrations(ctx context.Context, team string) []Registered {
 	return regs
 }
 
+// fingerprint identifies what a mount connects to; the scope is left out
+// (it changes without a reconnect).
 func fingerprint(d desired) string {
+	d.cfg.Scope = Scope{}
 	b, _ := json.Marshal(struct {
 		C ServerConfig
 		S string
@@ -321,24 +342,44 @@ func (m *Manager) refresh(ctx context.Context, team string, mts []*mount) {
 	wg.Wait()
 }
 
-// Tools returns the workspace's tools, connecting lazily. Tools of servers
-// that cannot be reached, and tools disabled by a changed definition, are
-// left out; Status reports them.
+// Tools is ToolsFor with no channel and nobody known: only servers
+// without channel, user and user group restrictions are offered.
 func (m *Manager) Tools(ctx context.Context, team string) ([]agent.Tool, error) {
-	mts, err := m.mounts(ctx, team)
+	return m.ToolsFor(ctx, Access{Team: team})
+}
+
+// ToolsFor returns the tools of the servers whose scope allows a, connecting
+// lazily (servers out of scope are not even contacted). Every tool is bound
+// to a: a call checks the server's scope again, as it is then, and is
+// refused when a is no longer allowed. Tools of servers that cannot be
+// reached, and tools disabled by a changed definition, are left out; Status
+// reports them.
+func (m *Manager) ToolsFor(ctx context.Context, a Access) ([]agent.Tool, error) {
+	mts, err := m.mounts(ctx, a.Team)
 	if err != nil {
 		return nil, err
 	}
-	m.refresh(ctx, team, mts)
+	in := make(map[*mount]bool, len(mts))
+	var offered []*mount
+	for _, mt := range mts {
+		if mt.scopeNow().Check(ctx, a).OK {
+			in[mt] = true
+			offered = append(offered, mt)
+		}
+	}
+	m.refresh(ctx, a.Team, offered)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	bound := &a
 	var out []agent.Tool
+	// Names are given over every mount, in scope or not, so a tool's
+	// name does not depend on who asks.
 	for _, e := range exposeAll(mts) {
-		if e.state == nil || e.state.disabledReason != "" || e.hints.Denied {
+		if !in[e.mt] || e.state == nil || e.state.disabledReason != "" || e.hints.Denied {
 			continue
 		}
-		out = append(out, &remoteTool{mt: e.mt, remote: e.tool.Name, hints: e.hints, spec: provider.ToolSpec{
+		out = append(out, &remoteTool{mt: e.mt, remote: e.tool.Name, hints: e.hints, access: bound, spec: provider.ToolSpec{
 			Name:        e.exposed,
 			Description: describe(e.mt.cfg.Name, e.tool.Description),
 			InputSchema: inputSchema(e.tool),
@@ -393,7 +434,7 @@ func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStat
 	for _, mt := range mts {
 		mt.mu.Lock()
 		st := ServerStatus{Name: mt.cfg.Name, Source: mt.source, URL: RedactURL(mt.cfg.URL), Transport: mt.transport,
-			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools)}
+			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools), Scope: mt.scope.clone()}
 		switch {
 		case mt.conn != nil:
 			st.State = StateConnected

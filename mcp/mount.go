@@ -57,15 +57,33 @@ type mount struct {
 	closed    bool
 	// principal is whose OAuth connection conn uses ("" = the workspace).
 	principal string
-	handler   *oauthHandler
+	// scope is who may use the tools, and where; cfg.Scope is kept empty
+	// so that nothing reads a stale copy (setScope, scopeNow).
+	scope   Scope
+	handler *oauthHandler
 
 	closing chan struct{}
 	wg      sync.WaitGroup
 }
 
 func newMount(m *Manager, team string, cfg ServerConfig, source, key string) *mount {
-	return &mount{m: m, team: team, cfg: cfg, source: source, key: key,
+	scope := cfg.Scope.clone()
+	cfg.Scope = Scope{}
+	return &mount{m: m, team: team, cfg: cfg, source: source, key: key, scope: scope,
 		dialSem: make(chan struct{}, 1), stale: true, closing: make(chan struct{})}
+}
+
+func (mt *mount) setScope(s Scope) {
+	s = s.clone()
+	mt.mu.Lock()
+	mt.scope = s
+	mt.mu.Unlock()
+}
+
+func (mt *mount) scopeNow() Scope {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	return mt.scope.clone()
 }
 
 func (mt *mount) lock(ctx context.Context) error {

@@ -114,6 +114,8 @@ type remoteTool struct {
 	remote string
 	spec   provider.ToolSpec
 	hints  agent.Hints
+	// access is who the tool was offered to, and where (ToolsFor).
+	access *Access
 }
 
 var (
@@ -146,6 +148,11 @@ func (t *remoteTool) CallParts(ctx context.Context, input json.RawMessage) (stri
 func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images bool) (string, []provider.Part, error) {
 	if t.hints.Denied {
 		return "", nil, fmt.Errorf("tool %s is denied by the operator's configuration", t.spec.Name)
+	}
+	if t.access != nil {
+		if v := t.mt.m.scopeAt(ctx, t.mt, *t.access); !v.OK {
+			return "", nil, fmt.Errorf("tool %s is not available here: %s", t.spec.Name, v.describe())
+		}
 	}
 	if t.mt.isDisabled(t.remote) {
 		return "", nil, fmt.Errorf("tool %s is disabled: its definition changed since it was approved; a workspace admin must run `/bobbin mcp approve %s`", t.spec.Name, t.mt.cfg.Name)

@@ -60,6 +60,7 @@ type config struct {
 	UpdatesPerMinute   int           `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"45"`
 	SlackRateLimits    string        `env:"SLACK_RATE_LIMITS"`
 	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
+	UsergroupCacheTTL  time.Duration `env:"USERGROUP_CACHE_TTL" envDefault:"5m"`
 
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
 	// PublicURL is HTTP_ADDR's externally reachable base URL (one for all
@@ -185,6 +186,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"SHUTDOWN_GRACE", c.ShutdownGrace},
 		{"LEASE_TTL", c.LeaseTTL},
 		{"SOCKET_PING_TIMEOUT", c.SocketPingTimeout},
+		{"USERGROUP_CACHE_TTL", c.UsergroupCacheTTL},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {

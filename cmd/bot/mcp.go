@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
@@ -34,7 +35,12 @@ func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Re
 			Auth string `json:"auth"`
 		}
 		_ = json.Unmarshal(reg.Record, &rec)
-		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers, Auth: rec.Auth, CreatedBy: reg.CreatedBy})
+		sc, err := bot.RegisteredScope(reg)
+		if err != nil {
+			return nil, err // a scope that cannot be read must not become no scope
+		}
+		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers, Auth: rec.Auth, CreatedBy: reg.CreatedBy,
+			Scope: mcpScope(sc)})
 	}
 	return out, nil
 }
@@ -55,11 +61,21 @@ func (a mcpAdmin) StatusFor(ctx context.Context, team, user string) []bot.Server
 	return serverStatuses(a.m.StatusFor(ctx, team, user))
 }
 
+// StatusAt is Status with every server's scope verdict for a (the person
+// running /bobbin mcp list, where they run it).
+func (a mcpAdmin) StatusAt(ctx context.Context, acc bot.Access) []bot.ServerStatus {
+	return serverStatuses(a.m.StatusAt(ctx, mcpAccess(acc)))
+}
+
 func serverStatuses(st []mcp.ServerStatus) []bot.ServerStatus {
 	out := make([]bot.ServerStatus, len(st))
 	for i, s := range st {
 		out[i] = bot.ServerStatus{Name: s.Name, Source: s.Source, URL: s.URL, Transport: s.Transport, State: s.State,
-			Error: s.Error, Tools: s.Tools, Trusted: s.Trusted, Disabled: s.Disabled, Flagged: s.Flagged, Auth: s.Auth}
+			Error: s.Error, Tools: s.Tools, Trusted: s.Trusted, Disabled: s.Disabled, Flagged: s.Flagged,
+			Scope: botScope(s.Scope), Auth: s.Auth}
+		if h := s.Here; h != nil {
+			out[i].Here = &bot.ScopeVerdict{OK: h.OK, Reason: h.Reason, Person: h.Person}
+		}
 		if s.OAuth != nil {
 			o := oauthState(*s.OAuth)
 			out[i].OAuth = &o
@@ -84,6 +100,30 @@ func (a mcpAdmin) StartConnect(ctx context.Context, team, server, user string) (
 
 func (a mcpAdmin) Disconnect(ctx context.Context, team, server, user string) error {
 	return mapErr(a.m.Disconnect(ctx, team, server, user))
+}
+
+// mcpTools adapts *mcp.Manager to bot.ToolSource: a turn gets the tools
+// of the servers whose scope allows its Access.
+type mcpTools struct{ m *mcp.Manager }
+
+func (t mcpTools) Tools(ctx context.Context, a bot.Access) ([]agent.Tool, error) {
+	return t.m.ToolsFor(ctx, mcpAccess(a))
+}
+
+func mcpAccess(a bot.Access) mcp.Access {
+	out := mcp.Access{Team: a.Team, Channel: a.Channel, DM: a.DM, Members: a.Members}
+	for _, p := range a.People {
+		out.People = append(out.People, mcp.Person{ID: p.ID, Guest: p.Guest, External: p.External, Unverified: p.Unverified})
+	}
+	return out
+}
+
+func mcpScope(s bot.ServerScope) mcp.Scope {
+	return mcp.Scope{Channels: s.Channels, Users: s.Users, Usergroups: s.Usergroups, Guests: s.Guests, DM: s.DM}
+}
+
+func botScope(s mcp.Scope) bot.ServerScope {
+	return bot.ServerScope{Channels: s.Channels, Users: s.Users, Usergroups: s.Usergroups, Guests: s.Guests, DM: s.DM}
 }
 
 func toolInfos(ts []mcp.ToolInfo) []bot.ToolInfo {

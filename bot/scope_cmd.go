@@ -1,0 +1,337 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/bobbinbot/bobbin/session"
+)
+
+// /bobbin mcp scope: who may use a registered server's tools, and where.
+// The scope lives in the registration's record (key "scope"), so every
+// replica's MCP manager picks it up with the registrations (within its
+// refresh, 10 s).
+
+// ServerScope is who may use a server's tools, and where. Empty lists mean
+// no restriction of that kind; a person must be listed in Users or be in
+// one of Usergroups when either is set, and the channel must be listed
+// when Channels is set. Guests and people of other organizations get the
+// tools only with Guests. DM (nil: true exactly when Channels is empty)
+// offers the server in direct messages. The JSON is a stored format (the
+// registration record): extend, never rename.
+type ServerScope struct {
+	Channels   []string `json:"channels,omitempty"`
+	Users      []string `json:"users,omitempty"`
+	Usergroups []string `json:"usergroups,omitempty"`
+	Guests     bool     `json:"guests,omitempty"`
+	DM         *bool    `json:"dm,omitempty"`
+}
+
+// IsZero reports whether the scope restricts nothing.
+func (s ServerScope) IsZero() bool {
+	return len(s.Channels) == 0 && len(s.Users) == 0 && len(s.Usergroups) == 0 && !s.Guests && s.DM == nil
+}
+
+func (s ServerScope) dmAllowed() bool {
+	if s.DM != nil {
+		return *s.DM
+	}
+	return len(s.Channels) == 0
+}
+
+// ScopeVerdict says whether a server's tools are offered to the person
+// asking where they ask (ServerStatus.Here); Reason is one of the
+// Scope* reasons when not.
+type ScopeVerdict struct {
+	OK     bool
+	Reason string
+	Person string
+}
+
+// Reasons of a ScopeVerdict (the same words as the mcp package's).
+const (
+	ScopeChannel    = "channel"
+	ScopeDM         = "dm"
+	ScopePerson     = "person"
+	ScopeGuest      = "guest"
+	ScopeExternal   = "external"
+	ScopeUnverified = "unverified"
+)
+
+// scopeStatus is what mcp list needs beyond MCPAdmin.Status: every
+// server's verdict for the person asking, in the channel they ask in.
+// cmd/bot's adapter has it; without it the list shows no verdicts.
+type scopeStatus interface {
+	StatusAt(ctx context.Context, a Access) []ServerStatus
+}
+
+// RegisteredScope decodes the scope of a registration made from Slack
+// (zero when none was set).
+func RegisteredScope(r session.Registration) (ServerScope, error) {
+	var rec struct {
+		Scope *ServerScope `json:"scope"`
+	}
+	if err := json.Unmarshal(r.Record, &rec); err != nil {
+		return ServerScope{}, fmt.Errorf("bot: registration %s: %w", r.Name, err)
+	}
+	if rec.Scope == nil {
+		return ServerScope{}, nil
+	}
+	return *rec.Scope, nil
+}
+
+var (
+	scopeChannelRE = regexp.MustCompile(`^[CG][A-Z0-9]{1,31}$`)
+	scopeUserRE    = regexp.MustCompile(`^[UW][A-Z0-9]{1,31}$`)
+	scopeGroupRE   = regexp.MustCompile(`^S[A-Z0-9]{1,31}$`)
+)
+
+// maxScopeEntries bounds the channels, people and groups of one scope.
+const maxScopeEntries = 100
+
+// parseScope reads the words after `/bobbin mcp scope <name>`: Slack's
+// escaped mentions as they arrive in slash-command text (<#C…|name>,
+// <@U…|name>, <!subteam^S…|@handle>), bare ids, `guests`, `dm:off`,
+// `dm:on`; or `clear` alone.
+func parseScope(args []string) (sc ServerScope, clear bool, err error) {
+	args = joinMentions(args)
+	if len(args) == 1 && strings.EqualFold(args[0], "clear") {
+		return ServerScope{}, true, nil
+	}
+	add := func(list *[]string, id string) {
+		if !slices.Contains(*list, id) {
+			*list = append(*list, id)
+		}
+	}
+	for _, a := range args {
+		word := strings.ToLower(a)
+		id := a
+		if strings.HasPrefix(a, "<") && strings.HasSuffix(a, ">") {
+			id = a[1 : len(a)-1]
+			if i := strings.IndexByte(id, '|'); i >= 0 {
+				id = id[:i]
+			}
+		}
+		switch {
+		case word == "clear":
+			return ServerScope{}, false, usageError("`clear` lifts the whole scope: use it alone.")
+		case word == "guests":
+			sc.Guests = true
+		case word == "dm:off" || word == "dm:no" || word == "dm:false":
+			f := false
+			sc.DM = &f
+		case word == "dm:on" || word == "dm:yes" || word == "dm:true":
+			t := true
+			sc.DM = &t
+		case strings.HasPrefix(id, "#"):
+			ch := strings.TrimPrefix(id, "#")
+			switch {
+			case strings.HasPrefix(ch, "D"):
+				return ServerScope{}, false, usageError("Direct messages are not channels: use `dm:on` to offer the server in DMs.")
+			case scopeChannelRE.MatchString(ch):
+				add(&sc.Channels, ch)
+			default:
+				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell which channel %q is. Pick it from Slack's suggestions as you type `#`, so it arrives as a link, or give its id (C…, in the channel's details).", clip(a, 40)))
+			}
+		case strings.HasPrefix(id, "@"):
+			u := strings.TrimPrefix(id, "@")
+			if !scopeUserRE.MatchString(u) {
+				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell who %q is. Pick the person from Slack's suggestions as you type `@`, or give their member id (U…, in their profile).", clip(a, 40)))
+			}
+			add(&sc.Users, u)
+		case strings.HasPrefix(id, "!subteam^"):
+			g := strings.TrimPrefix(id, "!subteam^")
+			if !scopeGroupRE.MatchString(g) {
+				return ServerScope{}, false, usageError(fmt.Sprintf("%q is not a user group.", clip(a, 40)))
+			}
+			add(&sc.Usergroups, g)
+		case strings.HasPrefix(id, "D") && scopeChannelRE.MatchString("C"+id[1:]):
+			return ServerScope{}, false, usageError("Direct messages are not channels: use `dm:on` to offer the server in DMs.")
+		case scopeChannelRE.MatchString(id):
+			add(&sc.Channels, id)
+		case scopeUserRE.MatchString(id):
+			add(&sc.Users, id)
+		case scopeGroupRE.MatchString(id):
+			add(&sc.Usergroups, id)
+		default:
+			return ServerScope{}, false, usageError(fmt.Sprintf("I don't understand %q in a scope: use channels (#channel), people (@person), user groups (@group), `guests`, `dm:off`, `dm:on`, or `clear` alone.", clip(a, 40)))
+		}
+	}
+	if len(sc.Channels)+len(sc.Users)+len(sc.Usergroups) > maxScopeEntries {
+		return ServerScope{}, false, usageError(fmt.Sprintf("At most %d channels, people and groups in one scope, please.", maxScopeEntries))
+	}
+	if sc.IsZero() {
+		return ServerScope{}, false, usageError("Say who may use the server and where, or `clear` to lift its scope.")
+	}
+	return sc, false, nil
+}
+
+// joinMentions puts back together a mention whose label has spaces
+// (<@U1|Alice Archer>) that tokenize split.
+func joinMentions(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "<") && !strings.HasSuffix(a, ">") {
+			j := i + 1
+			for j < len(args) && !strings.HasSuffix(args[j], ">") {
+				j++
+			}
+			if j < len(args) {
+				a = strings.Join(args[i:j+1], " ")
+				i = j
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// describeScope says in a line who may use a server, and where. Groups are
+// shown as ids, never as <!subteam^…> (that would notify them).
+func describeScope(s ServerScope) string {
+	var where string
+	if len(s.Channels) == 0 {
+		where = "every channel"
+	} else {
+		chans := make([]string, len(s.Channels))
+		for i, c := range s.Channels {
+			chans[i] = "<#" + EscapeText(c) + ">"
+		}
+		where = "only in " + strings.Join(chans, ", ")
+	}
+	if s.dmAllowed() {
+		where += " and DMs"
+	} else {
+		where += ", not in DMs"
+	}
+	who := "every member"
+	if len(s.Users) > 0 || len(s.Usergroups) > 0 {
+		var names []string
+		for _, u := range s.Users {
+			names = append(names, "<@"+EscapeText(u)+">")
+		}
+		for _, g := range s.Usergroups {
+			names = append(names, "members of `"+inlineCode(g)+"`")
+		}
+		who = "only " + strings.Join(names, ", ")
+	}
+	guests := "no guests or people of other organizations"
+	if s.Guests {
+		guests = "guests and people of other organizations too"
+	}
+	return where + " · " + who + " · " + guests
+}
+
+// describeVerdict says whether the tools are offered to the person asking.
+func describeVerdict(v *ScopeVerdict) string {
+	if v == nil {
+		return ""
+	}
+	if v.OK {
+		return ":white_check_mark: available to you here"
+	}
+	why := "you are not among its people or groups"
+	switch v.Reason {
+	case ScopeChannel:
+		why = "not offered in this channel"
+	case ScopeDM:
+		why = "not offered in direct messages"
+	case ScopeGuest:
+		why = "not offered to guests"
+	case ScopeExternal:
+		why = "not offered to people of other organizations"
+	case ScopeUnverified:
+		why = "I couldn't check your account"
+	}
+	return ":no_entry_sign: not available to you here (" + why + ")"
+}
+
+// scopeSummary is the audit's one-line form of a scope.
+func scopeSummary(s ServerScope) string {
+	if s.IsZero() {
+		return "unrestricted"
+	}
+	var parts []string
+	for _, f := range []struct {
+		k string
+		v []string
+	}{{"channels", s.Channels}, {"users", s.Users}, {"usergroups", s.Usergroups}} {
+		if len(f.v) > 0 {
+			parts = append(parts, f.k+"="+strings.Join(f.v, ","))
+		}
+	}
+	if s.Guests {
+		parts = append(parts, "guests")
+	}
+	if s.DM != nil {
+		parts = append(parts, fmt.Sprintf("dm=%t", *s.DM))
+	}
+	return strings.Join(parts, " ")
+}
+
+// mcpScope answers /bobbin mcp scope: it replaces (or, with clear, lifts)
+// the scope of a server registered from Slack. Servers of MCP_CONFIG are
+// the operator's.
+func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want ServerScope, clear bool) string {
+	cs := b.control()
+	reg, err := cs.Registration(ctx, team, name)
+	if errors.Is(err, session.ErrNotFound) {
+		for _, st := range b.opts.MCP.Status(ctx, team) {
+			if st.Name == name && st.Source == "config" {
+				return fmt.Sprintf("`%s` comes from the operator's configuration (MCP_CONFIG): its scope can only be changed there. Now: %s.",
+					inlineCode(name), describeScope(st.Scope))
+			}
+		}
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+	}
+	if err != nil {
+		b.log.Warn("bot: reading a registration failed", "team", team, "server", name, "err", err)
+		return "I couldn't read the server's registration just now. Nothing changed; please try again in a moment."
+	}
+	for _, g := range want.Usergroups {
+		_, err := b.usergroupMembers(ctx, team, g, true)
+		switch {
+		case errors.Is(err, errNoSuchGroup):
+			return fmt.Sprintf("This workspace has no user group `%s` (or it is disabled). Nothing changed.", inlineCode(g))
+		case errors.Is(err, errGroupsNeedPlan):
+			return "User groups need a paid Slack plan, which this workspace does not have. Nothing changed."
+		case err != nil:
+			return fmt.Sprintf("I couldn't check the user group `%s` just now. Nothing changed; please try again in a moment.", inlineCode(g))
+		}
+	}
+	// Keep every other field of the record as it is (other features
+	// store theirs there).
+	var rec map[string]json.RawMessage
+	if err := json.Unmarshal(reg.Record, &rec); err != nil || rec == nil {
+		b.log.Warn("bot: a registration record does not decode", "team", team, "server", name, "err", err)
+		return "The server's registration is damaged; remove it and add it again. Nothing changed."
+	}
+	if clear {
+		want = ServerScope{}
+		delete(rec, "scope")
+	} else {
+		raw, _ := json.Marshal(want)
+		rec["scope"] = raw
+	}
+	reg.Record, _ = json.Marshal(rec)
+	if err := cs.PutRegistration(ctx, team, reg); err != nil {
+		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
+		return "I couldn't save the scope just now. Nothing changed; please try again in a moment."
+	}
+	b.opts.MCP.Invalidate(team)
+	b.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
+	if clear {
+		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it within about 10 seconds.", inlineCode(name), describeScope(want))
+	}
+	return fmt.Sprintf("*Scope of `%s`*: %s. Every replica applies it within about 10 seconds; turns already running are refused calls that it no longer allows.",
+		inlineCode(name), describeScope(want))
+}
+
+// auditMCPScope records a scope change.
+const auditMCPScope = "mcp_scope"

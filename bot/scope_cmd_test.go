@@ -1,0 +1,158 @@
+package bot
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/session"
+)
+
+func TestParseScopeCommand(t *testing.T) {
+	f, tr := false, true
+	ok := []struct {
+		text  string
+		want  ServerScope
+		clear bool
+	}{
+		// As Slack sends them with escaping on.
+		{"mcp scope db <#C0ONCALL|oncall> <@U0ALICE|alice> <!subteam^S0TEAM|@oncall-team> guests dm:off",
+			ServerScope{Channels: []string{"C0ONCALL"}, Users: []string{"U0ALICE"}, Usergroups: []string{"S0TEAM"}, Guests: true, DM: &f}, false},
+		{"mcp scope db <#C1> <@U2> <!subteam^S3>", ServerScope{Channels: []string{"C1"}, Users: []string{"U2"}, Usergroups: []string{"S3"}}, false},
+		// Bare ids, duplicates dropped, a private channel, a Grid user.
+		{"mcp scope db C1 C1 G2 U3 W4 S5 dm:on", ServerScope{Channels: []string{"C1", "G2"}, Users: []string{"U3", "W4"}, Usergroups: []string{"S5"}, DM: &tr}, false},
+		// A label with spaces, split by the tokenizer, is put back together.
+		{"mcp scope db <@U1|Alice Archer> <#C2|general>", ServerScope{Channels: []string{"C2"}, Users: []string{"U1"}}, false},
+		{"mcp scope db guests", ServerScope{Guests: true}, false},
+		{"mcp scope db clear", ServerScope{}, true},
+		{"MCP SCOPE db CLEAR", ServerScope{}, true},
+	}
+	for _, tc := range ok {
+		cmd, err := parseCommand(tc.text)
+		if err != nil {
+			t.Errorf("%q: %v", tc.text, err)
+			continue
+		}
+		if cmd.Op != opScope || cmd.Name != "db" || cmd.ClearScope != tc.clear {
+			t.Errorf("%q parsed as %+v", tc.text, cmd)
+		}
+		if diff := cmp.Diff(tc.want, cmd.Scope); diff != "" {
+			t.Errorf("%q scope (-want +got):\n%s", tc.text, diff)
+		}
+	}
+	bad := map[string]string{
+		"mcp scope":                       "Usage: `/bobbin mcp scope",
+		"mcp scope db":                    "Usage: `/bobbin mcp scope",
+		"mcp scope bad/name C1":           "is not a server name",
+		"mcp scope db #general":           "I can't tell which channel",
+		"mcp scope db @alice":             "I can't tell who",
+		"mcp scope db <#D0ALICE|alice>":   "Direct messages are not channels",
+		"mcp scope db D0ALICE":            "Direct messages are not channels",
+		"mcp scope db <!subteam^x|@team>": "is not a user group",
+		"mcp scope db C1 clear":           "use it alone",
+		"mcp scope db everyone":           "I don't understand",
+		"mcp scope db <!channel>":         "I don't understand",
+	}
+	for text, want := range bad {
+		_, err := parseCommand(text)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one containing %q", text, err, want)
+		}
+	}
+	many := "mcp scope db"
+	for i := range maxScopeEntries + 1 {
+		many += " U" + strings.Repeat("A", 1+i%5) + strings.Repeat("B", i/5)
+	}
+	if _, err := parseCommand(many); err == nil || !strings.Contains(err.Error(), "At most") {
+		t.Errorf("too many entries: %v", err)
+	}
+}
+
+func TestDescribeScope(t *testing.T) {
+	f := false
+	cases := []struct {
+		s    ServerScope
+		want string
+	}{
+		{ServerScope{}, "every channel and DMs · every member · no guests or people of other organizations"},
+		{ServerScope{Channels: []string{"C1"}}, "only in <#C1>, not in DMs · every member · no guests or people of other organizations"},
+		{ServerScope{DM: &f, Guests: true}, "every channel, not in DMs · every member · guests and people of other organizations too"},
+		{ServerScope{Users: []string{"U1"}, Usergroups: []string{"S1"}}, "every channel and DMs · only <@U1>, members of `S1` · no guests or people of other organizations"},
+	}
+	for _, tc := range cases {
+		if got := describeScope(tc.s); got != tc.want {
+			t.Errorf("describeScope(%+v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+	if got := scopeSummary(ServerScope{Channels: []string{"C1", "C2"}, Usergroups: []string{"S1"}, Guests: true, DM: &f}); got != "channels=C1,C2 usergroups=S1 guests dm=false" {
+		t.Errorf("scopeSummary = %q", got)
+	}
+}
+
+func TestRegisteredScope(t *testing.T) {
+	dm := true
+	want := ServerScope{Channels: []string{"C1"}, Usergroups: []string{"S1"}, DM: &dm}
+	raw, _ := json.Marshal(map[string]any{"v": 1, "url": "https://x.example/mcp", "auth": "user", "scope": want})
+	got, err := RegisteredScope(session.Registration{Name: "x", Record: raw})
+	if err != nil || !cmp.Equal(got, want) {
+		t.Errorf("RegisteredScope = %+v, %v", got, err)
+	}
+	if got, err := RegisteredScope(session.Registration{Name: "x", Record: json.RawMessage(`{"v":1,"url":"https://x.example/mcp"}`)}); err != nil || !got.IsZero() {
+		t.Errorf("no scope: %+v, %v", got, err)
+	}
+	if _, err := RegisteredScope(session.Registration{Name: "x", Record: json.RawMessage(`{"scope":{"channels":"C1"}}`)}); err == nil {
+		t.Error("a malformed scope decoded")
+	}
+}
+
+// TestPeopleOfATurn: the people a batch answers are recorded in the
+// session and read back by a resumed turn; a session from before has the
+// requester alone.
+func TestPeopleOfATurn(t *testing.T) {
+	var meta session.Meta
+	recordPeople(&meta, "T1", []inbound{
+		{User: "U1", UserTeam: "T1"}, {User: "U2", UserTeam: "T9"}, {User: "U1"}, {User: ""},
+	})
+	if got := meta.Extra[extraPeople]; got != "U1,U2@T9" {
+		t.Errorf("recorded %q", got)
+	}
+	got := peopleOf(meta, inbound{User: "U2"})
+	if diff := cmp.Diff([]personRef{{user: "U1"}, {user: "U2", team: "T9"}}, got, cmp.AllowUnexported(personRef{})); diff != "" {
+		t.Errorf("peopleOf (-want +got):\n%s", diff)
+	}
+	if got := peopleOf(session.Meta{}, inbound{User: "U7", UserTeam: "T8"}); len(got) != 1 || got[0] != (personRef{user: "U7", team: "T8"}) {
+		t.Errorf("old session: %+v", got)
+	}
+}
+
+// TestPersonFacts: who counts as a guest or as of another organization.
+func TestPersonFacts(t *testing.T) {
+	cases := []struct {
+		name     string
+		u        slack.User
+		userTeam string
+		want     Person
+	}{
+		{"member", slack.User{ID: "U1", TeamID: "T1"}, "", Person{ID: "U1"}},
+		{"member, user_team this workspace", slack.User{ID: "U1", TeamID: "T1"}, "T1", Person{ID: "U1"}},
+		{"multi-channel guest", slack.User{ID: "U1", TeamID: "T1", IsRestricted: true}, "", Person{ID: "U1", Guest: true}},
+		{"single-channel guest", slack.User{ID: "U1", TeamID: "T1", IsRestricted: true, IsUltraRestricted: true}, "", Person{ID: "U1", Guest: true}},
+		{"stranger", slack.User{ID: "U1", TeamID: "T9", IsStranger: true}, "", Person{ID: "U1", External: true}},
+		{"another workspace's team id", slack.User{ID: "U1", TeamID: "T9"}, "", Person{ID: "U1", External: true}},
+		{"user_team of another workspace", slack.User{ID: "U1", TeamID: "T1"}, "T9", Person{ID: "U1", External: true}},
+		{"Grid member homed in a sibling workspace", slack.User{ID: "W1", TeamID: "T2", Enterprise: slack.EnterpriseUser{ID: "W1", EnterpriseID: "E1", Teams: []string{"T1", "T2"}}}, "T2", Person{ID: "W1"}},
+		{"Grid member of other workspaces only", slack.User{ID: "W1", TeamID: "T2", Enterprise: slack.EnterpriseUser{ID: "W1", EnterpriseID: "E1", Teams: []string{"T2"}}}, "", Person{ID: "W1", External: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := personFacts(&tc.u, "T1").person(personRef{user: tc.u.ID, team: tc.userTeam}, "T1"); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
