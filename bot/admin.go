@@ -201,6 +201,9 @@ type registrationRecord struct {
 	Headers []string `json:"headers,omitempty"`
 	// Tools are the tool names the admin saw when registering.
 	Tools []string `json:"tools,omitempty"`
+	// Auth is "" (static headers only), AuthWorkspace or AuthUser (OAuth;
+	// cmd/bot hands it to the MCP manager).
+	Auth string `json:"auth,omitempty"`
 }
 
 // RegisteredServer decodes a registration made with /bobbin mcp add: the
@@ -258,11 +261,14 @@ func hintWords(h agent.Hints) string {
 }
 
 // mcpList answers /bobbin mcp list for user in channel: with each server's
-// scope and whether it is available to them there.
+// scope and whether it is available to them there, and OAuth connection
+// states (the workspace's, or theirs).
 func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 	var st []ServerStatus
 	if ss, ok := b.opts.MCP.(scopeStatus); ok {
 		st = ss.StatusAt(ctx, b.accessFor(ctx, team, channel, []personRef{{user: user}}))
+	} else if ma := b.mcpAuth(); ma != nil {
+		st = ma.StatusFor(ctx, team, user)
 	} else {
 		st = b.opts.MCP.Status(ctx, team)
 	}
@@ -289,8 +295,14 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 			s.WriteString(" " + EscapeText(publicURL(x.URL)))
 		}
 		s.WriteByte('\n')
-		if x.Error != "" {
+		switch {
+		case noConnectionYet(x):
+			fmt.Fprintf(&s, "    :electric_plug: no connection yet: its tools are listed once it is connected (`/bobbin mcp connect %s`)\n", inlineCode(x.Name))
+		case x.Error != "":
 			fmt.Fprintf(&s, "    :x: %s\n", EscapeText(clip(x.Error, 300)))
+		}
+		if l := oauthLine(x); l != "" {
+			s.WriteString(l + "\n")
 		}
 		if len(x.Disabled) > 0 {
 			fmt.Fprintf(&s, "    :warning: disabled because their definition changed: %s. An admin can review them with `/bobbin mcp tools %s` and re-enable them with `/bobbin mcp approve %s`.\n",
@@ -382,26 +394,42 @@ func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
 		return "I couldn't remove it just now. Please try again in a moment."
 	}
 	b.opts.MCP.Invalidate(team)
+	b.forgetConnections(ctx, team, name)
 	b.audit(ctx, team, map[string]string{"event": auditMCPRemove, "by": user, "server": name})
 	return fmt.Sprintf("Removed `%s`. Its tools are no longer offered in this workspace.", inlineCode(name))
 }
 
 // mcpAdd probes a server and, when it answers, registers it. The header
 // values are secrets: they are stored encrypted and never shown or logged.
-func (b *Bot) mcpAdd(ctx context.Context, team, user, name, url string, headers map[string]string) string {
+// A server that answers 401 with OAuth metadata is registered with OAuth
+// (per-user with perUser) and the answer carries a Connect button.
+func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, perUser bool) reply {
 	cs := b.control()
 	if _, err := cs.Registration(ctx, team, name); err == nil {
-		return fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", inlineCode(name), inlineCode(name))
+		return reply{text: fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", inlineCode(name), inlineCode(name))}
 	} else if !errors.Is(err, session.ErrNotFound) {
 		b.log.Warn("bot: reading registrations failed", "team", team, "err", err)
-		return "I couldn't check the existing servers just now. Please try again in a moment."
+		return reply{text: "I couldn't check the existing servers just now. Please try again in a moment."}
 	}
 	tools, err := b.opts.MCP.Probe(ctx, name, url, headers)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrOAuthUnavailable):
+		return reply{text: fmt.Sprintf("`%s` at %s signs in with OAuth, and OAuth needs the bot's PUBLIC_URL (its externally reachable address for the sign-in callback), which is not set. Nothing was saved. Ask the bot's operator to set PUBLIC_URL, then add the server again.",
+			inlineCode(name), EscapeText(publicURL(url)))}
+	case errors.Is(err, ErrNeedsOAuth):
+		mode := AuthWorkspace
+		if perUser {
+			mode = AuthUser
+		}
+		return b.mcpAddOAuth(ctx, to, team, user, name, url, headers, mode)
+	case err != nil:
 		msg := scrubSecrets(err.Error(), headers)
 		b.log.Info("bot: probing an MCP server failed", "team", team, "server", name, "err", msg)
-		return EscapeText(fmt.Sprintf("I couldn't use %s at %s: %s.", name, publicURL(url), msg)) +
-			" Nothing was saved. Check the URL and headers, then run `/bobbin mcp add` again."
+		return reply{text: EscapeText(fmt.Sprintf("I couldn't use %s at %s: %s.", name, publicURL(url), msg)) +
+			" Nothing was saved. Check the URL and headers, then run `/bobbin mcp add` again."}
+	}
+	if perUser {
+		return reply{text: fmt.Sprintf("`--per-user` is for servers that sign in with OAuth, and `%s` answered without asking for it. Nothing was saved; add it again without `--per-user`.", inlineCode(name))}
 	}
 	rec := registrationRecord{V: 1, URL: url}
 	for _, t := range tools {
@@ -410,19 +438,9 @@ func (b *Bot) mcpAdd(ctx context.Context, team, user, name, url string, headers 
 	for h := range headers {
 		rec.Headers = append(rec.Headers, h)
 	}
-	slices.Sort(rec.Headers)
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return "I couldn't save the server. Please try again."
+	if msg := b.saveRegistration(ctx, team, user, name, rec, headers); msg != "" {
+		return reply{text: msg}
 	}
-	if err := cs.PutRegistration(ctx, team, session.Registration{Name: name, Record: raw, Secrets: headers, CreatedBy: user}); err != nil {
-		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
-		if errors.Is(err, session.ErrNoSecretKey) {
-			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
-		}
-		return "I found the server but couldn't save it just now. Nothing was saved; please try again."
-	}
-	b.opts.MCP.Invalidate(team)
 	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
 		"outcome": strconv.Itoa(len(tools)) + " tools", "headers": strings.Join(rec.Headers, ",")})
 	var s strings.Builder
@@ -432,7 +450,26 @@ func (b *Bot) mcpAdd(ctx context.Context, team, user, name, url string, headers 
 	}
 	s.WriteString(". They are offered to the model in this workspace from now on; each call asks for approval in the thread.\n")
 	s.WriteString(formatTools(tools, 300, false))
-	return s.String()
+	return reply{text: s.String()}
+}
+
+// saveRegistration stores a registration and makes this replica's MCP
+// manager see it; it returns "" or what to tell the admin.
+func (b *Bot) saveRegistration(ctx context.Context, team, user, name string, rec registrationRecord, headers map[string]string) string {
+	slices.Sort(rec.Headers)
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return "I couldn't save the server. Please try again."
+	}
+	if err := b.control().PutRegistration(ctx, team, session.Registration{Name: name, Record: raw, Secrets: headers, CreatedBy: user}); err != nil {
+		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
+		if errors.Is(err, session.ErrNoSecretKey) {
+			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
+		}
+		return "I found the server but couldn't save it just now. Nothing was saved; please try again."
+	}
+	b.opts.MCP.Invalidate(team)
+	return ""
 }
 
 // scrubSecrets removes header values from an error text before it is shown.
@@ -454,6 +491,8 @@ const (
 	actionMCPName    = "name"
 	actionMCPURL     = "url"
 	actionMCPHeaders = "headers"
+	blockMCPAuth     = "mcp_auth"
+	actionMCPAuth    = "auth"
 )
 
 func addModal(meta string) slack.ModalViewRequest {
@@ -479,8 +518,21 @@ func addModal(meta string) slack.ModalViewRequest {
 			slack.NewInputBlock(blockMCPName, pt("Name"), pt("1 to 32 letters, digits, - or _"), name),
 			slack.NewInputBlock(blockMCPURL, pt("HTTPS URL of the server"), pt("Only https:// MCP endpoints; commands and stdio servers are refused."), url),
 			hb,
+			perUserBlock(),
 		}},
 	}
+}
+
+// perUserBlock is the add form's --per-user.
+func perUserBlock() slack.Block {
+	pt := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+	}
+	opt := slack.NewOptionBlockObject("per_user", pt("Each person connects their own account"),
+		pt("For servers that sign in with OAuth: calls act as the person who asked."))
+	b := slack.NewInputBlock(blockMCPAuth, pt("Sign-in (OAuth servers only)"), nil, slack.NewCheckboxGroupsBlockElement(actionMCPAuth, opt))
+	b.Optional = true
+	return b
 }
 
 // openAddModal answers /bobbin mcp add without arguments.
@@ -551,6 +603,7 @@ func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) an
 	var to replyTarget
 	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &to)
 	to.User, to.Team = user, team
-	b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpAdd(ctx, team, user, name, u, headerMap(hs)) })
+	perUser := cb.View.State != nil && len(cb.View.State.Values[blockMCPAuth][actionMCPAuth].SelectedOptions) > 0
+	b.laterReply(ctx, to, "", func(ctx context.Context) reply { return b.mcpAdd(ctx, to, team, user, name, u, headerMap(hs), perUser) })
 	return nil
 }

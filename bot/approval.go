@@ -784,10 +784,20 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 		for _, a := range clicks {
 			b.approvalAction(ctx, cb, a)
 		}
-		return nil, len(clicks) > 0
+		questions, home := questionClicks(cb), homeClicks(cb) // elicit.go, home.go
+		for _, a := range questions {
+			b.questionAction(ctx, cb, a)
+		}
+		for _, a := range home {
+			b.homeAction(ctx, cb, a)
+		}
+		return nil, len(clicks)+len(questions)+len(home) > 0
 	case slack.InteractionTypeViewSubmission:
-		if cb.View.CallbackID == callbackMCPAdd {
+		switch cb.View.CallbackID {
+		case callbackMCPAdd:
 			return b.addSubmitted(ctx, cb), true
+		case callbackQuestion:
+			return b.questionSubmitted(ctx, cb), true
 		}
 	}
 	return nil, false

@@ -78,6 +78,8 @@ func subscribedEventSamples(t *testing.T) map[string]json.RawMessage {
 		"message.im":                       fx["user_message_event_body"],
 		"assistant_thread_started":         fx["thread_started_event_body"],
 		"assistant_thread_context_changed": fx["thread_context_changed_event_body"],
+		// Slack's documented example (slack-install-files.md §6).
+		"app_home_opened": cb(`{"type":"app_home_opened","user":"U123ABC456","channel":"D123ABC456","event_ts":"1515449522000016","tab":"home","view":{"id":"V123","type":"home","hash":"1231232323.12321312"}}`),
 	}
 }
 

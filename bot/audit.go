@@ -54,6 +54,13 @@ const (
 	auditMCPRemove     = "mcp_remove"
 	auditMCPApprove    = "mcp_approve"
 	auditAdminRefused  = "admin_refused"
+	// OAuth connects, disconnects and refresh failures are audited by the
+	// MCP manager (oauth_*); the bot audits its prompts.
+	auditConnectAsked = "oauth_connect_requested"
+	// Questions from MCP servers (elicitation).
+	auditQuestionAsked    = "elicitation_asked"
+	auditQuestionAnswered = "elicitation_answered"
+	auditQuestionRefused  = "elicitation_refused"
 )
 
 // audit writes one audit record: a structured log line and an entry in the
@@ -113,6 +120,9 @@ type auditedTool struct {
 }
 
 func (t auditedTool) Call(ctx context.Context, input json.RawMessage) (string, error) {
+	if tc := t.b.opts.ToolContext; tc != nil {
+		ctx = tc(ctx, t.k.Team, t.requester, t.k.Channel, t.k.ThreadTS)
+	}
 	start := time.Now()
 	out, err := t.Tool.Call(ctx, input)
 	t.audited(ctx, input, start, err)

@@ -118,8 +118,18 @@ type Options struct {
 	MCP MCPAdmin
 	// ApprovalTimeout is how long a tool-call approval prompt waits before
 	// the call is denied (APPROVAL_TIMEOUT, default 10 min). Keep the
-	// agent's own ApprovalTimeout at least this long.
+	// agent's own ApprovalTimeout at least this long. A server's question
+	// (Ask) waits as long.
 	ApprovalTimeout time.Duration
+	// ToolContext, when set, derives the context of every tool call from
+	// who asked for it and where (cmd/bot sets mcp.WithRequester: OAuth
+	// per-user servers act as that person, and servers' questions go to
+	// them in that thread).
+	ToolContext func(ctx context.Context, team, user, channel, thread string) context.Context
+	// CheckForm validates a form answer against its fields and returns a
+	// message per failing field name ("" for the form as a whole); cmd/bot
+	// sets mcp.ValidateElicitContent. Nil checks required fields only.
+	CheckForm func(fields []FormField, content map[string]any) map[string]string
 	// UsergroupCacheTTL is how long a user group's members are reused, by
 	// every replica, before usergroups.users.list is asked again
 	// (USERGROUP_CACHE_TTL, default DefaultUsergroupCacheTTL).

@@ -57,6 +57,11 @@ type ServerStatus struct {
 	Disabled []string
 	// Flagged are tools the poisoning scanner flagged.
 	Flagged []string
+	// Auth is AuthWorkspace or AuthUser for OAuth servers ("" otherwise);
+	// OAuth is then the connection of the workspace or of the person
+	// asking.
+	Auth  string
+	OAuth *OAuthState
 	// Scope is who may use the server's tools, and where; Here (from
 	// StatusAt) whether they are offered to the person asking, there.
 	Scope ServerScope
@@ -85,6 +90,8 @@ const (
 	opAddModal = "mcp add (modal)"
 	opRemove   = "mcp remove"
 	opApprove  = "mcp approve"
+	opConnect  = "mcp connect"
+	opDiscon   = "mcp disconnect"
 	opScope    = "mcp scope"
 )
 
@@ -94,6 +101,8 @@ type command struct {
 	Name    string
 	URL     string
 	Headers []header
+	// PerUser is mcp add's --per-user (OAuth: each person connects).
+	PerUser bool
 	// Scope and ClearScope are mcp scope's (scope_cmd.go).
 	Scope      ServerScope
 	ClearScope bool
@@ -132,12 +141,15 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp list`: the MCP servers of this workspace, their state and tools\n" +
 	"• `/bobbin mcp tools <name>`: a server's tools with what they may do\n" +
 	"• `/bobbin mcp add`: register an HTTPS MCP server in a form (secrets stay hidden) _(admins)_\n" +
-	"• `/bobbin mcp add <name> <https-url> [Header: value …]`: the same in one line _(admins)_\n" +
+	"• `/bobbin mcp add <name> <https-url> [--per-user] [Header: value …]`: the same in one line; a server that signs in with OAuth gets a Connect button, and with `--per-user` each person connects their own account _(admins)_\n" +
+	"• `/bobbin mcp connect <name>`: connect your account to an OAuth server (for a workspace-wide one: admins)\n" +
+	"• `/bobbin mcp disconnect <name>`: remove your connection (admins: the workspace's); the server stays registered\n" +
 	"• `/bobbin mcp remove <name>`: unregister a server _(admins)_\n" +
 	"• `/bobbin mcp approve <name>`: re-enable tools whose definition changed _(admins)_\n" +
 	"• `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`: who may use a registered server's tools, and where; `clear` lifts it _(admins)_\n" +
 	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
-	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread."
+	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread. " +
+	"My App Home tab shows this workspace's MCP servers and your connections."
 
 // parseCommand parses the text of /bobbin. It never does I/O; an error is a
 // usageError meant for the person.
@@ -163,7 +175,7 @@ func parseCommand(text string) (command, error) {
 		return command{}, usageError(fmt.Sprintf("I don't know the command %q.", clip(toks[0], 40)))
 	}
 	if len(toks) < 2 {
-		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>`, `approve <name>` or `scope <name> …`.")
+		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>`, `approve <name>`, `scope <name> …`, `connect <name>` or `disconnect <name>`.")
 	}
 	sub, args := strings.ToLower(toks[1]), toks[2:]
 	named := func(op string) (command, error) {
@@ -187,6 +199,10 @@ func parseCommand(text string) (command, error) {
 		return named(opRemove)
 	case "approve":
 		return named(opApprove)
+	case "connect":
+		return named(opConnect)
+	case "disconnect":
+		return named(opDiscon)
 	case "add":
 		return parseAdd(args)
 	case "scope":
@@ -202,16 +218,28 @@ func parseCommand(text string) (command, error) {
 		}
 		return command{Op: opScope, Name: args[0], Scope: sc, ClearScope: clear}, nil
 	}
-	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove`, `approve` or `scope`.", clip(toks[1], 40)))
+	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove`, `approve`, `scope`, `connect` or `disconnect`.", clip(toks[1], 40)))
 }
 
-// parseAdd parses `mcp add [<name> <url> [Header: value …]]`.
+// parseAdd parses `mcp add [<name> <url> [--per-user] [Header: value …]]`.
 func parseAdd(args []string) (command, error) {
 	if len(args) == 0 {
 		return command{Op: opAddModal}, nil
 	}
+	perUser := false
+	if len(args) > 2 {
+		rest := args[:2:2]
+		for _, a := range args[2:] {
+			if strings.EqualFold(a, "--per-user") {
+				perUser = true
+				continue
+			}
+			rest = append(rest, a)
+		}
+		args = rest
+	}
 	if len(args) < 2 {
-		return command{}, usageError("Usage: `/bobbin mcp add <name> <https-url> [Header: value …]`, or `/bobbin mcp add` alone for a form.")
+		return command{}, usageError("Usage: `/bobbin mcp add <name> <https-url> [--per-user] [Header: value …]`, or `/bobbin mcp add` alone for a form.")
 	}
 	if err := checkServerName(args[0]); err != nil {
 		return command{}, err
@@ -224,7 +252,7 @@ func parseAdd(args []string) (command, error) {
 	if err != nil {
 		return command{}, err
 	}
-	return command{Op: opAdd, Name: args[0], URL: u, Headers: hs}, nil
+	return command{Op: opAdd, Name: args[0], URL: u, Headers: hs, PerUser: perUser}, nil
 }
 
 func checkServerName(name string) error {
@@ -423,7 +451,7 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	}
 	r, why := b.roleOf(ctx, team, user, "")
 	switch cmd.Op {
-	case opList, opTools:
+	case opList, opTools, opConnect, opDiscon:
 		if r == roleNone && why != "guest" {
 			return ephemeralAck(noRightsText(why))
 		}
@@ -450,6 +478,10 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	switch cmd.Op {
 	case opList:
 		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpList(ctx, team, sc.ChannelID, user) })
+	case opConnect:
+		return b.laterReply(ctx, to, "", func(ctx context.Context) reply { return b.mcpConnect(ctx, to, team, user, cmd.Name) })
+	case opDiscon:
+		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpDisconnect(ctx, team, user, cmd.Name) })
 	case opTools:
 		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpTools(ctx, team, cmd.Name) })
 	case opApprove:
@@ -467,8 +499,8 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 			return ephemeralAck(EscapeText("That URL can't be registered: "+err.Error()+".") + " Use an `https://` URL of an MCP server.")
 		}
 		hs := headerMap(cmd.Headers)
-		return b.later(ctx, to, fmt.Sprintf("Connecting to `%s` to list its tools…", cmd.Name), func(ctx context.Context) string {
-			return b.mcpAdd(ctx, team, user, cmd.Name, cmd.URL, hs)
+		return b.laterReply(ctx, to, fmt.Sprintf("Connecting to `%s` to list its tools…", cmd.Name), func(ctx context.Context) reply {
+			return b.mcpAdd(ctx, to, team, user, cmd.Name, cmd.URL, hs, cmd.PerUser)
 		})
 	}
 	return ephemeralAck(EscapeText(helpText))

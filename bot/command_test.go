@@ -35,6 +35,11 @@ func TestParseCommand(t *testing.T) {
 			command{Op: opAdd, Name: "docs", URL: "https://h/mcp", Headers: []header{{"Authorization", "Bearer a:b"}}}},
 		{"mcp add docs https://h/mcp Authorization: “Bearer x y”",
 			command{Op: opAdd, Name: "docs", URL: "https://h/mcp", Headers: []header{{"Authorization", "Bearer x y"}}}},
+		{"mcp add lin https://mcp.linear.app/mcp --per-user", command{Op: opAdd, Name: "lin", URL: "https://mcp.linear.app/mcp", PerUser: true}},
+		{"mcp add lin https://h/mcp --Per-User X-Team: t",
+			command{Op: opAdd, Name: "lin", URL: "https://h/mcp", Headers: []header{{"X-Team", "t"}}, PerUser: true}},
+		{"mcp connect lin", command{Op: opConnect, Name: "lin"}},
+		{"mcp disconnect lin", command{Op: opDiscon, Name: "lin"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -59,6 +64,8 @@ func TestParseCommandRefuses(t *testing.T) {
 		{"mcp", false},
 		{"mcp list extra", false},
 		{"mcp tools", false},
+		{"mcp connect", false},
+		{"mcp disconnect a b", false},
 		{"mcp tools a b", false},
 		{"mcp tools ../etc", false},
 		{"mcp remove", false},

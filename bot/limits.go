@@ -57,7 +57,7 @@ const defaultLimitKey = "*"
 // conversations.*, team.info and auth.test Tier 3 (chat.update's rate is
 // SLACK_UPDATES_PER_MINUTE); chat.startStream, chat.stopStream and
 // usergroups.users.list Tier 2; chat.appendStream, chat.postEphemeral,
-// views.*, users.info, files.info and assistant.threads.* Tier 4.
+// views.* (views.publish too), users.info, files.info and assistant.threads.* Tier 4.
 // conversations.replies is Tier 3 for Marketplace and internal apps; a
 // commercially distributed app outside the Marketplace gets 1 call a
 // minute (15 messages a page): set
@@ -84,6 +84,7 @@ func DefaultRateLimits() map[string]RateLimit {
 		"views.open":                            tier4,
 		"views.update":                          tier4,
 		"views.push":                            tier4,
+		"views.publish":                         tier4,
 		"assistant.threads.setStatus":           tier4,
 		"assistant.threads.setSuggestedPrompts": tier4,
 		"assistant.threads.setTitle":            tier4,

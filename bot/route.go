@@ -41,6 +41,8 @@ type innerEvent struct {
 	// Files is decoded on its own (decodeFiles): a file of an odd shape
 	// must not lose the message.
 	Files json.RawMessage `json:"files"`
+	// Tab is app_home_opened's "home" or "messages".
+	Tab string `json:"tab"`
 
 	AssistantThread *struct {
 		UserID    string `json:"user_id"`
@@ -68,6 +70,8 @@ const (
 	kindContext = "context"
 	// kindShortcut is the Ask Bobbin message shortcut (shortcut.go).
 	kindShortcut = "shortcut"
+	// kindHome is app_home_opened on the Home tab: publish it (home.go).
+	kindHome = "app_home_opened"
 )
 
 // inbound is one person's message bound for a thread's session. It is the
@@ -139,6 +143,9 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 				EnterpriseID: at.Context.EnterpriseID, EventTS: ev.EventTS}
 		}
 		return m, false, team != "", nil
+	case "app_home_opened":
+		m.Kind = kindHome
+		return m, false, team != "" && ev.User != "" && (ev.Tab == "home" || ev.Tab == ""), nil
 	case "app_mention":
 		if !b.fromPerson(ev) || ev.Channel == "" || ev.TS == "" {
 			return m, false, false, nil
@@ -214,6 +221,9 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 	}
 	if !ok {
 		return true, after
+	}
+	if m.Kind == kindHome {
+		return true, b.homeOpened(m.Team, m.User) // idempotent: no dedupe needed
 	}
 	if b.draining.Load() {
 		return false, nil // another replica (or our successor) takes it

@@ -54,6 +54,8 @@ var webMethods = []webMethod{
 	// Slack Connect file stubs (files.go). files:read is also what the
 	// file host wants of the token that downloads a file (download.go).
 	{"files.info", []string{"GetFileInfo", "GetFileInfoContext"}, []string{"files:read"}},
+	// The App Home tab (home.go): Tier 4, no scope.
+	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
 	// Members of user groups that scope MCP servers (access.go).
 	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
 }
@@ -67,6 +69,8 @@ var botEvents = map[string]string{
 	"message.im":                       "im:history",
 	"assistant_thread_started":         "assistant:write",
 	"assistant_thread_context_changed": "assistant:write",
+	// The App Home tab (home.go): no scope.
+	"app_home_opened": "",
 }
 
 // botFeatures are the app features (manifest "features" keys) the bot uses

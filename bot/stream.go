@@ -561,6 +561,7 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 		return
 	}
 	b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
+	b.withdrawQuestions(ctx, k, user) // a server's question, likewise
 }
 
 // requesterOf returns the session's metadata and current requester. A

@@ -83,6 +83,9 @@ func TestCluster(t *testing.T) {
 		{"EnqueueMarkedIsFoundByOrphans", TestEnqueueMarkedIsFoundByOrphans},
 		{"AuditBounded", TestAuditBounded},
 		{"EveryKeyHasTTLOrBound", TestEveryKeyHasTTLOrBound},
+		{"QuestionAnsweredExactlyOnceAcrossReplicas", TestQuestionAnsweredExactlyOnceAcrossReplicas},
+		{"QuestionWaitWokenExpiredAndPending", TestQuestionWaitWokenExpiredAndPending},
+		{"QuestionKeysExpire", TestQuestionKeysExpire},
 	} {
 		t.Run(tc.name, tc.f)
 	}

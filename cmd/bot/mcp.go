@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
@@ -55,6 +56,11 @@ func (a mcpAdmin) Status(ctx context.Context, team string) []bot.ServerStatus {
 	return serverStatuses(a.m.Status(ctx, team))
 }
 
+// StatusFor is Status with user's OAuth connection states (bot.MCPAuth).
+func (a mcpAdmin) StatusFor(ctx context.Context, team, user string) []bot.ServerStatus {
+	return serverStatuses(a.m.StatusFor(ctx, team, user))
+}
+
 // StatusAt is Status with every server's scope verdict for a (the person
 // running /bobbin mcp list, where they run it).
 func (a mcpAdmin) StatusAt(ctx context.Context, acc bot.Access) []bot.ServerStatus {
@@ -66,12 +72,34 @@ func serverStatuses(st []mcp.ServerStatus) []bot.ServerStatus {
 	for i, s := range st {
 		out[i] = bot.ServerStatus{Name: s.Name, Source: s.Source, URL: s.URL, Transport: s.Transport, State: s.State,
 			Error: s.Error, Tools: s.Tools, Trusted: s.Trusted, Disabled: s.Disabled, Flagged: s.Flagged,
-			Scope: botScope(s.Scope)}
+			Scope: botScope(s.Scope), Auth: s.Auth}
 		if h := s.Here; h != nil {
 			out[i].Here = &bot.ScopeVerdict{OK: h.OK, Reason: h.Reason, Person: h.Person}
 		}
+		if s.OAuth != nil {
+			o := oauthState(*s.OAuth)
+			out[i].OAuth = &o
+		}
 	}
 	return out
+}
+
+func oauthState(o mcp.OAuthStatus) bot.OAuthState {
+	return bot.OAuthState{Mode: o.Mode, Connected: o.Connected, Reason: o.Reason, ConnectedBy: o.ConnectedBy}
+}
+
+func (a mcpAdmin) ConnectionState(ctx context.Context, team, server, user string) (bot.OAuthState, bool, error) {
+	st, ok, err := a.m.ConnectionState(ctx, team, server, user)
+	return oauthState(st), ok, mapErr(err)
+}
+
+func (a mcpAdmin) StartConnect(ctx context.Context, team, server, user string) (string, time.Time, error) {
+	link, exp, err := a.m.StartConnect(ctx, team, server, user)
+	return link, exp, mapErr(err)
+}
+
+func (a mcpAdmin) Disconnect(ctx context.Context, team, server, user string) error {
+	return mapErr(a.m.Disconnect(ctx, team, server, user))
 }
 
 // mcpTools adapts *mcp.Manager to bot.ToolSource: a turn gets the tools
@@ -109,17 +137,17 @@ func toolInfos(ts []mcp.ToolInfo) []bot.ToolInfo {
 
 func (a mcpAdmin) ServerTools(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
 	ts, err := a.m.ServerTools(ctx, team, server)
-	return toolInfos(ts), mapUnknown(err)
+	return toolInfos(ts), mapErr(err)
 }
 
 func (a mcpAdmin) Probe(ctx context.Context, name, url string, headers map[string]string) ([]bot.ToolInfo, error) {
 	ts, err := a.m.Probe(ctx, name, url, headers)
-	return toolInfos(ts), err
+	return toolInfos(ts), mapErr(err)
 }
 
 func (a mcpAdmin) Approve(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
 	ts, err := a.m.Approve(ctx, team, server)
-	return toolInfos(ts), mapUnknown(err)
+	return toolInfos(ts), mapErr(err)
 }
 
 func (a mcpAdmin) Invalidate(team string) { a.m.Invalidate(team) }
@@ -128,10 +156,17 @@ func (a mcpAdmin) ValidateURL(raw string) error {
 	return mcp.ValidateRegistrationURL(raw, a.allowPrivate)
 }
 
-// mapUnknown turns mcp's unknown-server error into the bot's.
-func mapUnknown(err error) error {
-	if errors.Is(err, mcp.ErrUnknownServer) {
-		return fmt.Errorf("%w: %w", bot.ErrUnknownServer, err)
+// mapErr turns the mcp errors the bot branches on into the bot's.
+func mapErr(err error) error {
+	for _, m := range [...]struct{ from, to error }{
+		{mcp.ErrUnknownServer, bot.ErrUnknownServer},
+		{mcp.ErrOAuthUnavailable, bot.ErrOAuthUnavailable},
+		{mcp.ErrNeedsOAuth, bot.ErrNeedsOAuth},
+		{mcp.ErrNotConnected, bot.ErrNotConnected},
+	} {
+		if errors.Is(err, m.from) {
+			return fmt.Errorf("%w: %w", m.to, err)
+		}
 	}
 	return err
 }
@@ -140,8 +175,8 @@ func mapUnknown(err error) error {
 // tokens, states, locks and wake-ups; the audit stream gets connects,
 // disconnects and refresh failures. Without PUBLIC_URL, OAuth servers are
 // refused (mcp.ErrOAuthUnavailable). The Connect prompt (Prompter) is the
-// bot's to provide.
-func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompter, timeout time.Duration) mcp.OAuthOptions {
+// bot's (slackSeams).
+func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompter, timeout time.Duration, log *slog.Logger) mcp.OAuthOptions {
 	return mcp.OAuthOptions{
 		PublicURL:      publicURL,
 		Tokens:         store,
@@ -151,14 +186,20 @@ func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompt
 		Prompter:       prompter,
 		ConnectTimeout: timeout,
 		Audit: func(ctx context.Context, e mcp.AuditEvent) {
-			fields := map[string]string{"action": e.Action, "server": e.Server, "user": e.User}
+			// "event" and "outcome" as the bot's own entries, so /bobbin
+			// audit shows them.
+			fields := map[string]string{"event": e.Action, "server": e.Server, "user": e.User, "connection": "per-user"}
 			if e.Principal == "" {
 				fields["connection"] = "workspace"
 			}
 			if e.Detail != "" {
-				fields["detail"] = e.Detail
+				fields["outcome"] = e.Detail
 			}
-			_ = store.Audit(ctx, e.Team, fields)
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+			defer cancel()
+			if err := store.Audit(actx, e.Team, fields); err != nil {
+				log.Warn("audit entry not stored", "team", e.Team, "event", e.Action, "err", err)
+			}
 		},
 	}
 }

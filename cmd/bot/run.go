@@ -65,11 +65,15 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		MaxTokens:       cfg.LLMMaxTokens,
 		ContextWindow:   cfg.LLMContextWindow,
 		ApprovalTimeout: cfg.ApprovalTimeout,
+		ToolTimeout:     toolHangGuard(cfg.ApprovalTimeout),
 		NoImages:        !cfg.LLMImages,
 		Logger:          log,
 	})
 
 	// Tools: MCP servers from the operator's file and from registrations.
+	// Connect prompts and servers' questions go to the bot (seams, set
+	// once the bot exists).
+	seams := &slackSeams{}
 	mgr := mcp.NewManager(mcp.Options{
 		Config:               mcfg,
 		Store:                registrations{store},
@@ -77,7 +81,8 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
 		Getenv:               getenv,
 		Logger:               log,
-		OAuth:                mcpOAuth(store, cfg.PublicURL, nil, cfg.ApprovalTimeout),
+		OAuth:                mcpOAuth(store, cfg.PublicURL, seams, cfg.ApprovalTimeout, log),
+		Elicitor:             seams,
 	})
 	defer func() {
 		if err := mgr.Close(); err != nil {
@@ -121,16 +126,19 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		ThreadContextMessages: threadContextMessages(cfg.ThreadContextMessages),
 		ContextWindow:         cfg.LLMContextWindow,
 		Tokens:                tokenCounter(cfg.LLMModel),
+		ToolContext:           mcp.WithRequester,
+		CheckForm:             checkForm,
 	})
 	if err != nil {
 		return err
 	}
+	seams.b.Store(b)
 
 	// HTTP: health, readiness, metrics and the MCP OAuth callback.
 	// /healthz answers while the bot authenticates (a slow Slack is no
 	// reason to restart the pod); /readyz stays unready until a socket is
 	// open.
-	srv := &http.Server{Handler: httpHandler(b, reg, mgr.CallbackHandler(nil)), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: httpHandler(b, reg, mgr.CallbackHandler(seams.callbackDone)), ReadHeaderTimeout: 5 * time.Second}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
 	defer func() {
@@ -155,6 +163,15 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	}
 	log.Info("bobbin: serving", "http", ln.Addr().String(), "provider", cfg.LLMProvider, "model", cfg.LLMModel, "stream_mode", cfg.StreamMode)
 	return b.Run(ctx)
+}
+
+// toolHangGuard is the agent's bound on one tool call. MCP calls carry
+// their own clock (60 s of the server's time) that pauses while a person
+// connects an account or answers a server's question, each of which may
+// take up to APPROVAL_TIMEOUT; this only catches a call that hangs beyond
+// any of that.
+func toolHangGuard(approval time.Duration) time.Duration {
+	return time.Minute + 3*max(approval, time.Minute)
 }
 
 // readyTimeout bounds /readyz's Redis ping; probes must wait longer

@@ -80,7 +80,8 @@
 // files, in a thread, as a guest or an external person, as another app's
 // bot, or Silent to seed a thread's history), EditMessage, DeleteMessage,
 // AddFile; SlashCommand, Click, ClickRaw, SubmitView, MessageShortcut,
-// GlobalShortcut, ClickHome, ClickView (returning an *Interaction whose
+// GlobalShortcut, ClickHome, ClickView, SubmitViewInputs (a view_submission
+// with every input in its element's shape, pre-filled values included) (returning an *Interaction whose
 // Wait gives the decoded ack; Interaction.URL for URL buttons); OpenHome
 // (app_home_opened); PostUserMessage (store only); DeliverEvent and
 // DeliverEnvelope for hand-made payloads.

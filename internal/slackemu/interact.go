@@ -282,6 +282,12 @@ func (s *Server) SubmitView(team, user, viewID string, values map[string]map[str
 		}
 		state[blockID] = m
 	}
+	return s.submitStateLocked(team, user, v, state), nil
+}
+
+// submitStateLocked delivers the view_submission of v with state.values.
+func (s *Server) submitStateLocked(team, user string, v *View, state map[string]any) *Interaction {
+	viewID := v.ID
 	vj := s.viewJSONLocked(v)
 	vj["state"] = map[string]any{"values": state}
 	trig := s.newTriggerLocked(team, user)
@@ -292,7 +298,7 @@ func (s *Server) SubmitView(team, user, viewID string, values map[string]map[str
 	}
 	e := s.newEnvelopeLocked(TypeInteractive, team, p, true)
 	s.interactions()[e.ID] = &interaction{kind: "view_submission", team: team, user: user, viewID: viewID}
-	return &Interaction{EnvelopeID: e.ID, Kind: "view_submission", TriggerID: trig, s: s}, nil
+	return &Interaction{EnvelopeID: e.ID, Kind: "view_submission", TriggerID: trig, s: s}
 }
 
 // applyAckPayloadLocked makes an ack's payload visible.

@@ -1,0 +1,254 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// The App Home tab (issue 13): each person sees the workspace's MCP
+// servers, which need connecting (with a Connect link made for them at
+// publish time: Slack sends app_home_opened on every visit, so links are
+// fresh when the tab is opened), and their own connections with a
+// Disconnect button. It is published again after a connect or disconnect.
+
+// Action id prefixes of the Home buttons; the server name follows (action
+// ids must differ within a view).
+const (
+	actionHomeConnect    = "bobbin_home_connect:"    // a URL button: ack only
+	actionHomeDisconnect = "bobbin_home_disconnect:" // value: the server name
+)
+
+// maxHomeServers bounds the servers listed per section (a Home view takes
+// 100 blocks).
+const maxHomeServers = 20
+
+// homeTimeout bounds building and publishing a Home view (it may list
+// servers and make Connect links).
+const homeTimeout = 20 * time.Second
+
+// homeOpened publishes the person's Home after the ack of app_home_opened.
+func (b *Bot) homeOpened(team, user string) func(context.Context) {
+	return func(ctx context.Context) {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), homeTimeout)
+		defer cancel()
+		b.publishHome(hctx, team, user)
+	}
+}
+
+// homeEntry is one server as the person's Home shows it.
+type homeEntry struct {
+	st   ServerStatus
+	link string // Connect link ("" when none could be made)
+	err  string
+}
+
+// publishHome builds and publishes user's Home tab (views.publish). Errors
+// are logged: a stale Home is refreshed on the next visit.
+func (b *Bot) publishHome(ctx context.Context, team, user string) {
+	if team == "" || user == "" {
+		return
+	}
+	var st []ServerStatus
+	ma := b.mcpAuth()
+	switch {
+	case ma != nil:
+		st = ma.StatusFor(ctx, team, user)
+	case b.opts.MCP != nil:
+		st = b.opts.MCP.Status(ctx, team)
+	}
+	r, _ := b.roleOf(ctx, team, user, "")
+	var needs, mine []homeEntry
+	for _, x := range st {
+		o := x.OAuth
+		if o == nil {
+			continue
+		}
+		admin := r == roleAdmin
+		switch {
+		case o.Connected && (o.Mode == AuthUser || admin):
+			mine = append(mine, homeEntry{st: x})
+		case !o.Connected && (o.Mode == AuthUser || admin) && ma != nil && len(needs) < maxHomeServers:
+			e := homeEntry{st: x}
+			link, _, err := ma.StartConnect(ctx, team, x.Name, user)
+			if err != nil || len(link) > 3000 {
+				e.err = "I couldn't make a Connect link just now; try `/bobbin mcp connect " + inlineCode(x.Name) + "`."
+			} else {
+				e.link = link
+			}
+			needs = append(needs, e)
+		case !o.Connected:
+			needs = append(needs, homeEntry{st: x, err: "A workspace admin connects it for everyone."})
+		}
+	}
+	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine)}}
+	err := b.call(ctx, slackCall{team: team, method: "views.publish"}, func(ctx context.Context, api *slack.Client) error {
+		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
+		return err
+	})
+	if err != nil {
+		b.log.Info("bot: publishing the App Home failed", "team", team, "user", user, "err", err)
+	}
+}
+
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+
+// homeBlocks lays out the Home: what needs connecting, the person's
+// connections, then every server.
+func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(plain("Bobbin")),
+		slack.NewSectionBlock(mrkdwn("Mention me in a channel or send me a direct message. Before I run a tool I ask in the thread. "+
+			"Servers that sign in with OAuth need a connection: for the whole workspace (an admin connects it) or per person (you connect your own account, and calls act as you)."), nil, nil),
+	}
+	if len(needs) > 0 {
+		blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("Needs connecting")))
+		for _, e := range needs {
+			text := fmt.Sprintf("*`%s`* (%s): %s", inlineCode(e.st.Name), modeWords(e.st.OAuth.Mode), EscapeText(homeReason(e.st.OAuth)))
+			var acc *slack.Accessory
+			if e.link != "" {
+				btn := slack.NewButtonBlockElement(actionHomeConnect+e.st.Name, e.st.Name, plain(labelConnect)).WithStyle(slack.StylePrimary)
+				btn.URL = e.link
+				acc = slack.NewAccessory(btn)
+			} else if e.err != "" {
+				text += "\n_" + e.err + "_"
+			}
+			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text), nil, acc))
+		}
+	}
+	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("Your connections")))
+	if len(mine) == 0 {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("You have no connections yet.")))
+	}
+	for i, e := range mine {
+		if i >= maxHomeServers {
+			break
+		}
+		whose := "your account"
+		if e.st.OAuth.Mode == AuthWorkspace {
+			whose = "the workspace's connection"
+		}
+		text := fmt.Sprintf("*`%s`*: %s, connected", inlineCode(e.st.Name), whose)
+		if by := e.st.OAuth.ConnectedBy; by != "" && e.st.OAuth.Mode == AuthWorkspace {
+			text += fmt.Sprintf(" by <@%s>", EscapeText(by))
+		}
+		btn := slack.NewButtonBlockElement(actionHomeDisconnect+e.st.Name, e.st.Name, plain(labelDisconnect)).WithStyle(slack.StyleDanger)
+		btn.Confirm = slack.NewConfirmationBlockObject(plain("Disconnect "+clipRunes(e.st.Name, 40)+"?"),
+			plain("Bobbin forgets this connection and revokes its token where the server supports it. The server stays registered."),
+			plain(labelDisconnect), plain("Keep"))
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text), nil, slack.NewAccessory(btn)))
+	}
+	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("MCP servers in this workspace")))
+	if len(st) == 0 {
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn("No MCP servers are set up in this workspace. An admin can add one with `/bobbin mcp add`."), nil, nil))
+	}
+	var lines []string
+	for i, x := range st {
+		if i >= 3*maxHomeServers {
+			lines = append(lines, fmt.Sprintf("_… and %d more: see `/bobbin mcp list`._", len(st)-i))
+			break
+		}
+		line := fmt.Sprintf("• *`%s`*: %d tools", inlineCode(x.Name), x.Tools)
+		if x.OAuth != nil {
+			state := "not connected"
+			if x.OAuth.Connected {
+				state = "connected"
+			}
+			who := "for the workspace"
+			if x.OAuth.Mode == AuthUser {
+				who = "for you"
+			}
+			line += fmt.Sprintf(" · OAuth %s, %s %s", modeWords(x.OAuth.Mode), state, who)
+		}
+		if x.State == "failed" && !noConnectionYet(x) {
+			line += " · :x: unavailable"
+		}
+		lines = append(lines, line)
+	}
+	// A section takes 3000 characters: split the list.
+	var cur strings.Builder
+	for _, l := range lines {
+		if cur.Len()+len(l)+1 > 2900 {
+			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cur.String()), nil, nil))
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte('\n')
+		}
+		cur.WriteString(l)
+	}
+	if cur.Len() > 0 {
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cur.String()), nil, nil))
+	}
+	if len(blocks) > 100 {
+		blocks = blocks[:100]
+	}
+	return blocks
+}
+
+// homeReason says why a server needs connecting.
+func homeReason(o *OAuthState) string {
+	if o.Reason == "reconnect needed" {
+		return "reconnect needed: the server refused the saved sign-in."
+	}
+	if o.Mode == AuthUser {
+		return "connect your account to use its tools."
+	}
+	return "not connected for the workspace."
+}
+
+// homeClicks reports the Home buttons of a block_actions callback.
+func homeClicks(cb slack.InteractionCallback) []*slack.BlockAction {
+	if cb.Type != slack.InteractionTypeBlockActions {
+		return nil
+	}
+	var out []*slack.BlockAction
+	for _, a := range cb.ActionCallback.BlockActions {
+		if a != nil && (strings.HasPrefix(a.ActionID, actionHomeConnect) || strings.HasPrefix(a.ActionID, actionHomeDisconnect) || a.ActionID == actionConnectLink) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// homeAction handles a Home button. Connect buttons are links (ack only);
+// Disconnect runs after the ack (it may call the server's revocation
+// endpoint) and publishes the Home again.
+func (b *Bot) homeAction(ctx context.Context, cb slack.InteractionCallback, act *slack.BlockAction) {
+	server, ok := strings.CutPrefix(act.ActionID, actionHomeDisconnect)
+	if !ok || !serverNameRE.MatchString(server) {
+		return
+	}
+	team, user := cmpOr(cb.Team.ID, cb.User.TeamID), cb.User.ID
+	if r, why := b.roleOf(ctx, team, user, cb.User.TeamID); r == roleNone && why != "guest" {
+		return
+	}
+	b.ctl.jobs.Add(1)
+	go func() {
+		defer b.ctl.jobs.Done()
+		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
+		defer cancel()
+		// On success mcpDisconnect publishes the Home again.
+		if msg := b.mcpDisconnect(jctx, team, user, server); !strings.Contains(msg, "is removed") {
+			// Refused or failed: say why where the person is.
+			b.dm(jctx, team, user, msg)
+			b.publishHome(jctx, team, user)
+		}
+	}()
+}
+
+// dm posts text in the person's direct messages with the bot.
+func (b *Bot) dm(ctx context.Context, team, user, text string) {
+	err := b.call(ctx, slackCall{team: team, method: "chat.postMessage", channel: user}, func(ctx context.Context, api *slack.Client) error {
+		_, _, err := api.PostMessageContext(ctx, user, slack.MsgOptionText(text, false))
+		return err
+	})
+	if err != nil {
+		b.log.Info("bot: direct message not delivered", "team", team, "err", err)
+	}
+}

@@ -1,0 +1,444 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// MCP servers that need OAuth (issue 13), the Slack side: Connect buttons
+// (a URL button whose url is the authorization endpoint itself, shown only
+// to the person it is for), /bobbin mcp connect and disconnect, the
+// ephemeral prompt a turn shows when a per-user server's tool is wanted by
+// someone not connected yet (PromptConnect), and what happens when the
+// callback completes on any replica (ConnectDone).
+
+// MCPAuth is what OAuth needs of the MCP manager besides MCPAdmin. cmd/bot's
+// adapter of *mcp.Manager implements both on the value passed as
+// Options.MCP; without it OAuth servers cannot be connected from Slack.
+type MCPAuth interface {
+	// StatusFor is Status with the OAuth connection states of user.
+	StatusFor(ctx context.Context, team, user string) []ServerStatus
+	// ConnectionState is one OAuth server's connection for user (the
+	// workspace's in workspace mode); ok is false for servers without
+	// OAuth, ErrUnknownServer for unknown names.
+	ConnectionState(ctx context.Context, team, server, user string) (st OAuthState, ok bool, err error)
+	// StartConnect returns a new authorization link for user (the
+	// workspace's connection in workspace mode: only admins may ask) and
+	// when it expires.
+	StartConnect(ctx context.Context, team, server, user string) (link string, expires time.Time, err error)
+	// Disconnect removes user's connection (the workspace's in workspace
+	// mode), revoking it where the server supports it; ErrNotConnected
+	// when there is none. The registration stays.
+	Disconnect(ctx context.Context, team, server, user string) error
+}
+
+// Auth modes of an OAuth server (ServerStatus.Auth, OAuthState.Mode).
+const (
+	AuthWorkspace = "workspace"
+	AuthUser      = "user"
+)
+
+// OAuthState is the connection of an OAuth server for the workspace or
+// one person.
+type OAuthState struct {
+	// Mode is AuthWorkspace or AuthUser.
+	Mode      string
+	Connected bool
+	// Reason says why not: "not connected", "reconnect needed", …
+	Reason string
+	// ConnectedBy is who connected it.
+	ConnectedBy string
+}
+
+// Errors MCPAdmin.Probe and MCPAuth return for the bot to branch on.
+var (
+	// ErrNeedsOAuth: the server answers 401 with OAuth metadata.
+	ErrNeedsOAuth = errors.New("the server requires OAuth")
+	// ErrOAuthUnavailable: it does, and the bot has no PUBLIC_URL.
+	ErrOAuthUnavailable = errors.New("OAuth needs PUBLIC_URL")
+	// ErrNotConnected: there is no connection to remove or use.
+	ErrNotConnected = errors.New("not connected")
+)
+
+// Action ids of link buttons: Slack sends a block_actions for a click on
+// a URL button too, which is only acked.
+const (
+	actionConnectLink = "bobbin_connect_link"
+	labelConnect      = "Connect"
+	labelDisconnect   = "Disconnect"
+)
+
+func (b *Bot) mcpAuth() MCPAuth {
+	a, _ := b.opts.MCP.(MCPAuth)
+	return a
+}
+
+// modeWords names an auth mode for people.
+func modeWords(mode string) string {
+	if mode == AuthUser {
+		return "per-user"
+	}
+	return "workspace"
+}
+
+// ConnectRequest asks a person to connect an OAuth MCP server before a tool
+// call can go on (cmd/bot adapts mcp.ConnectPrompt).
+type ConnectRequest struct {
+	// Team, User, Channel, Thread: who asked for the call, and where.
+	Team, User, Channel, Thread string
+	Server                      string
+	// Mode is AuthUser or AuthWorkspace.
+	Mode string
+	// URL is the authorization link: only ever shown to User.
+	URL     string
+	Reason  string
+	Expires time.Time
+}
+
+// connectNotice is where a person was asked to connect (session's
+// ConnectNotice record), so the callback's replica can answer there.
+type connectNotice struct {
+	Channel string `json:"channel"`
+	Thread  string `json:"thread,omitempty"`
+}
+
+// noticeStore keeps connectNotice records (*session.Store).
+type noticeStore interface {
+	PutConnectNotice(ctx context.Context, team, server, user string, rec []byte, ttl time.Duration) error
+	ConnectNotice(ctx context.Context, team, server, user string) ([]byte, error)
+}
+
+// PromptConnect shows the Connect prompt of a turn: an ephemeral message to
+// the requester in the thread (the link must not be usable by anyone
+// else). It returns once shown; the caller waits for the connection, which
+// Stop or APPROVAL_TIMEOUT ends. A workspace server needs an admin: anyone
+// else is told to ask one, and the call fails.
+func (b *Bot) PromptConnect(ctx context.Context, p ConnectRequest) error {
+	if p.Team == "" || p.User == "" || p.Channel == "" {
+		return errors.New("nobody to ask to connect")
+	}
+	if p.Mode == AuthWorkspace {
+		if r, _ := b.roleOf(ctx, p.Team, p.User, ""); r != roleAdmin {
+			b.ephemeralIn(ctx, p.Team, p.Channel, p.Thread, p.User,
+				fmt.Sprintf(":electric_plug: `%s` is connected once for the whole workspace, and it isn't (%s). A workspace admin can connect it with `/bobbin mcp connect %s`.",
+					inlineCode(p.Server), EscapeText(cmpOr(p.Reason, "not connected")), inlineCode(p.Server)), nil)
+			return fmt.Errorf("%s is not connected, and only a workspace admin can connect it (/bobbin mcp connect %s)", p.Server, p.Server)
+		}
+	}
+	if len(p.URL) > 3000 {
+		return errors.New("the authorization link is longer than a Slack button allows")
+	}
+	who := "your account"
+	if p.Mode == AuthWorkspace {
+		who = "it for the whole workspace"
+	}
+	head := fmt.Sprintf(":electric_plug: To use `%s` here I need you to connect %s (%s). I'll go on as soon as you're connected.",
+		inlineCode(p.Server), who, EscapeText(cmpOr(p.Reason, "not connected")))
+	blocks := connectBlocks(head, p.Server, p.URL, p.Expires, "Stop withdraws this request.")
+	if err := b.ephemeralIn(ctx, p.Team, p.Channel, p.Thread, p.User, "Connect "+EscapeText(p.Server), blocks); err != nil {
+		return fmt.Errorf("showing the Connect prompt: %w", err)
+	}
+	b.rememberNotice(ctx, p.Team, p.Server, p.User, connectNotice{Channel: p.Channel, Thread: p.Thread}, p.Expires)
+	b.audit(ctx, p.Team, map[string]string{"event": auditConnectAsked, "user": p.User, "server": p.Server,
+		"channel": p.Channel, "thread": p.Thread, "outcome": cmpOr(p.Reason, "not connected")})
+	return nil
+}
+
+// connectBlocks is a Connect prompt: head, the URL button, and when the
+// link stops working.
+func connectBlocks(head, server, link string, expires time.Time, extra string) []slack.Block {
+	btn := slack.NewButtonBlockElement(actionConnectLink, server, slack.NewTextBlockObject(slack.PlainTextType, labelConnect, false, false))
+	btn.URL = link
+	btn.Style = slack.StylePrimary
+	note := "This link is only for you"
+	if !expires.IsZero() {
+		note += " and works until " + slackDate(expires)
+	}
+	note += "."
+	if extra != "" {
+		note += " " + extra
+	}
+	return []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil),
+		slack.NewActionBlock("bobbin_connect", btn),
+		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, note, false, false)),
+	}
+}
+
+func (b *Bot) rememberNotice(ctx context.Context, team, server, user string, n connectNotice, until time.Time) {
+	ns, ok := b.store.(noticeStore)
+	if !ok {
+		return
+	}
+	ttl := time.Until(until)
+	if ttl <= 0 {
+		ttl = 10 * time.Minute
+	}
+	raw, _ := json.Marshal(n)
+	if err := ns.PutConnectNotice(ctx, team, server, user, raw, ttl+time.Minute); err != nil {
+		b.log.Debug("bot: recording where Connect was asked failed", "team", team, "server", server, "err", err)
+	}
+}
+
+// ephemeralIn posts text (and blocks) only user sees, in channel and
+// thread ("" for none; the bot answers in threads in DMs too), must-deliver
+// within ctx.
+func (b *Bot) ephemeralIn(ctx context.Context, team, channel, thread, user, text string, blocks []slack.Block) error {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if len(blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(blocks...))
+	}
+	if thread != "" {
+		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	return b.call(ctx, slackCall{team: team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+		_, err := api.PostEphemeralContext(ctx, channel, user, opts...)
+		return err
+	})
+}
+
+// ConnectDone tells the person whose OAuth callback just completed (on
+// this replica; the waiting turn may run on another) how it went, where
+// they asked when known, else in a direct message, and refreshes their App
+// Home. failure is "" on success, else a message safe to show.
+func (b *Bot) ConnectDone(ctx context.Context, team, user, server, failure string) {
+	if team == "" || user == "" || server == "" {
+		return
+	}
+	var text string
+	if failure == "" {
+		text = fmt.Sprintf(":white_check_mark: Connected to `%s`.", inlineCode(server))
+	} else {
+		text = fmt.Sprintf(":x: Connecting to `%s` didn't work: %s Try Connect again.", inlineCode(server), EscapeText(clip(failure, 300)))
+	}
+	var n connectNotice
+	if ns, ok := b.store.(noticeStore); ok {
+		if raw, err := ns.ConnectNotice(ctx, team, server, user); err == nil && raw != nil {
+			_ = json.Unmarshal(raw, &n)
+		}
+	}
+	delivered := false
+	if n.Channel != "" {
+		delivered = b.ephemeralIn(ctx, team, n.Channel, n.Thread, user, text, nil) == nil
+	}
+	if !delivered {
+		b.dm(ctx, team, user, text)
+	}
+	b.publishHome(ctx, team, user)
+}
+
+// reply is an answer with optional blocks.
+type reply struct {
+	text   string
+	blocks []slack.Block
+}
+
+// laterReply is later for answers that may carry blocks (a Connect
+// button).
+func (b *Bot) laterReply(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) reply) any {
+	b.ctl.jobs.Add(1)
+	go func() {
+		defer b.ctl.jobs.Done()
+		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
+		defer cancel()
+		defer func() {
+			if r := recover(); r != nil {
+				b.log.Error("bot: panic in a slash command", "panic", r)
+			}
+		}()
+		r := job(jctx)
+		if len(r.blocks) == 0 {
+			b.respond(jctx, to, r.text)
+			return
+		}
+		b.respondBlocks(jctx, to, r)
+	}()
+	if ack == "" {
+		return nil
+	}
+	return ephemeralAck(ack)
+}
+
+// respondBlocks sends one ephemeral answer with blocks: through the
+// response_url, else with chat.postEphemeral.
+func (b *Bot) respondBlocks(ctx context.Context, to replyTarget, r reply) {
+	if to.ResponseURL != "" {
+		hc := b.opts.HTTPClient
+		if hc == nil {
+			hc = &http.Client{Timeout: 10 * time.Second}
+		}
+		msg := &slack.WebhookMessage{ResponseType: "ephemeral", Text: r.text, Blocks: &slack.Blocks{BlockSet: r.blocks}}
+		if err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, msg); err == nil {
+			return
+		}
+	}
+	if to.Channel == "" || to.User == "" {
+		return
+	}
+	if err := b.ephemeralIn(ctx, to.Team, to.Channel, "", to.User, r.text, r.blocks); err != nil {
+		b.log.Warn("bot: slash command answer not delivered", "err", err)
+	}
+}
+
+// mcpConnect answers /bobbin mcp connect <name>: a Connect button for the
+// person's account (per-user servers) or, for admins, the workspace's.
+func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name string) reply {
+	ma := b.mcpAuth()
+	if ma == nil {
+		return reply{text: "Connecting MCP servers is not available on this bot."}
+	}
+	st, ok, err := ma.ConnectionState(ctx, team, name, user)
+	switch {
+	case errors.Is(err, ErrUnknownServer):
+		return reply{text: fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))}
+	case err != nil:
+		b.log.Warn("bot: reading an MCP connection failed", "team", team, "server", name, "err", err)
+		return reply{text: "I couldn't read this server's connection just now. Please try again in a moment."}
+	case !ok:
+		return reply{text: fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to connect.", inlineCode(name))}
+	}
+	if st.Mode == AuthWorkspace {
+		if r, _ := b.roleOf(ctx, team, user, ""); r != roleAdmin {
+			return reply{text: fmt.Sprintf("`%s` is connected once for the whole workspace; only a workspace admin can connect it.", inlineCode(name))}
+		}
+	}
+	link, expires, err := ma.StartConnect(ctx, team, name, user)
+	if err != nil {
+		b.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
+		return reply{text: EscapeText(fmt.Sprintf("I couldn't start connecting %s: %v.", name, err))}
+	}
+	b.rememberNotice(ctx, team, name, user, connectNotice{Channel: to.Channel}, expires)
+	what := "your account"
+	if st.Mode == AuthWorkspace {
+		what = "it for the whole workspace"
+	}
+	head := fmt.Sprintf(":electric_plug: Connect %s to `%s`.", what, inlineCode(name))
+	if st.Connected {
+		head = fmt.Sprintf(":electric_plug: `%s` is already connected; Connect again to replace the connection.", inlineCode(name))
+	}
+	return reply{text: "Connect " + EscapeText(name), blocks: connectBlocks(head, name, link, expires, "")}
+}
+
+// mcpDisconnect answers /bobbin mcp disconnect <name>.
+func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string {
+	ma := b.mcpAuth()
+	if ma == nil {
+		return "Connecting MCP servers is not available on this bot."
+	}
+	st, ok, err := ma.ConnectionState(ctx, team, name, user)
+	switch {
+	case errors.Is(err, ErrUnknownServer):
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+	case err != nil:
+		return "I couldn't read this server's connection just now. Please try again in a moment."
+	case !ok:
+		return fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to disconnect.", inlineCode(name))
+	}
+	whose := "Your connection to"
+	if st.Mode == AuthWorkspace {
+		if r, _ := b.roleOf(ctx, team, user, ""); r != roleAdmin {
+			return fmt.Sprintf("`%s` is connected for the whole workspace; only a workspace admin can disconnect it.", inlineCode(name))
+		}
+		whose = "The workspace's connection to"
+	}
+	err = ma.Disconnect(ctx, team, name, user)
+	switch {
+	case errors.Is(err, ErrNotConnected):
+		return fmt.Sprintf("%s `%s` doesn't exist: nothing to disconnect.", whose, inlineCode(name))
+	case err != nil:
+		b.log.Warn("bot: disconnecting an MCP server failed", "team", team, "server", name, "err", err)
+		return EscapeText(fmt.Sprintf("I couldn't disconnect %s: %v.", name, err))
+	}
+	b.publishHome(ctx, team, user)
+	return fmt.Sprintf("%s `%s` is removed (its token revoked where the server supports it). The server stays registered; connect again with `/bobbin mcp connect %s`.",
+		whose, inlineCode(name), inlineCode(name))
+}
+
+// mcpAddOAuth registers a server that answered 401 with OAuth metadata
+// and answers with a Connect button for the admin: a workspace server's
+// connection, or, for a per-user one, the admin's own (its tools are
+// listed through it).
+func (b *Bot) mcpAddOAuth(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, mode string) reply {
+	rec := registrationRecord{V: 1, URL: url, Auth: mode}
+	for h := range headers {
+		rec.Headers = append(rec.Headers, h)
+	}
+	if r := b.saveRegistration(ctx, team, user, name, rec, headers); r != "" {
+		return reply{text: r}
+	}
+	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
+		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(rec.Headers, ",")})
+	var s strings.Builder
+	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", inlineCode(name), EscapeText(publicURL(url)), modeWords(mode))
+	if mode == AuthUser {
+		s.WriteString("each person connects their own account, and calls act as them. Connect yours now: its tools are listed through your connection.")
+	} else {
+		s.WriteString("one connection for the whole workspace, used by every call here. Connect it now.")
+	}
+	ma := b.mcpAuth()
+	if ma == nil {
+		return reply{text: s.String()}
+	}
+	link, expires, err := ma.StartConnect(ctx, team, name, user)
+	if err != nil {
+		b.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
+		fmt.Fprintf(&s, "\n%s Try `/bobbin mcp connect %s`.", EscapeText(fmt.Sprintf("I couldn't start connecting: %v.", err)), inlineCode(name))
+		return reply{text: s.String()}
+	}
+	b.rememberNotice(ctx, team, name, user, connectNotice{Channel: to.Channel}, expires)
+	return reply{text: "Registered " + EscapeText(name), blocks: connectBlocks(s.String(), name, link, expires, "")}
+}
+
+// oauthCleaner deletes a server's OAuth connections (*session.Store).
+type oauthCleaner interface {
+	DeleteOAuthConnections(ctx context.Context, team, server string) error
+}
+
+// forgetConnections deletes the OAuth connections of a removed
+// registration: a server registered again under the name starts clean.
+func (b *Bot) forgetConnections(ctx context.Context, team, server string) {
+	oc, ok := b.store.(oauthCleaner)
+	if !ok {
+		return
+	}
+	if err := oc.DeleteOAuthConnections(ctx, team, server); err != nil {
+		b.log.Warn("bot: deleting a removed server's OAuth connections failed", "team", team, "server", server, "err", err)
+	}
+}
+
+// oauthLine describes an OAuth server's connection in /bobbin mcp list.
+func oauthLine(x ServerStatus) string {
+	o := x.OAuth
+	if o == nil {
+		return ""
+	}
+	whose := "for the workspace"
+	if o.Mode == AuthUser {
+		whose = "for you"
+	}
+	switch {
+	case o.Connected:
+		return fmt.Sprintf("    :key: OAuth, %s: connected %s", modeWords(o.Mode), whose)
+	case o.Reason == "reconnect needed":
+		return fmt.Sprintf("    :warning: OAuth, %s: not connected %s: reconnect needed (the server refused the saved sign-in). Run `/bobbin mcp connect %s`.",
+			modeWords(o.Mode), whose, inlineCode(x.Name))
+	}
+	line := fmt.Sprintf("    :electric_plug: OAuth, %s: not connected %s", modeWords(o.Mode), whose)
+	if o.Reason != "" && o.Reason != "not connected" && o.Reason != "per-user" {
+		line += " (" + EscapeText(o.Reason) + ")"
+	}
+	return line + fmt.Sprintf(". Connect with `/bobbin mcp connect %s`.", inlineCode(x.Name))
+}
+
+// noConnectionYet reports whether an OAuth server has not listed its
+// tools because nobody has connected it yet.
+func noConnectionYet(x ServerStatus) bool {
+	return x.OAuth != nil && x.Tools == 0 && x.State != "connected"
+}
