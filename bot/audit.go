@@ -120,9 +120,7 @@ type auditedTool struct {
 }
 
 func (t auditedTool) Call(ctx context.Context, input json.RawMessage) (string, error) {
-	if tc := t.b.opts.ToolContext; tc != nil {
-		ctx = tc(ctx, t.k.Team, t.requester, t.k.Channel, t.k.ThreadTS)
-	}
+	ctx = t.toolContext(ctx)
 	start := time.Now()
 	out, err := t.Tool.Call(ctx, input)
 	t.audited(ctx, input, start, err)
@@ -137,10 +135,20 @@ func (t auditedTool) CallParts(ctx context.Context, input json.RawMessage) (stri
 		out, err := t.Call(ctx, input)
 		return out, nil, err
 	}
+	ctx = t.toolContext(ctx)
 	start := time.Now()
 	out, parts, err := pt.CallParts(ctx, input)
 	t.audited(ctx, input, start, err)
 	return out, parts, err
+}
+
+// toolContext tells the tool who asked (Options.ToolContext): MCP OAuth
+// per-user connections and questions from servers need the requester.
+func (t auditedTool) toolContext(ctx context.Context) context.Context {
+	if tc := t.b.opts.ToolContext; tc != nil {
+		return tc(ctx, t.k.Team, t.requester, t.k.Channel, t.k.ThreadTS)
+	}
+	return ctx
 }
 
 // audited records one call that ran.

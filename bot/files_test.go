@@ -284,12 +284,18 @@ func TestSelectContext(t *testing.T) {
 	}
 }
 
-type partsTool struct{ calls int }
+type partsTool struct {
+	calls int
+	asker string // the requester the call's ctx carried (Options.ToolContext)
+}
+
+type askerKey struct{}
 
 func (*partsTool) Spec() provider.ToolSpec                               { return provider.ToolSpec{Name: "shot"} }
 func (*partsTool) Call(context.Context, json.RawMessage) (string, error) { return "text only", nil }
-func (p *partsTool) CallParts(context.Context, json.RawMessage) (string, []provider.Part, error) {
+func (p *partsTool) CallParts(ctx context.Context, _ json.RawMessage) (string, []provider.Part, error) {
 	p.calls++
+	p.asker, _ = ctx.Value(askerKey{}).(string)
 	return "a screenshot", []provider.Part{{Type: provider.PartImage, Data: []byte{1}}}, nil
 }
 
@@ -299,10 +305,15 @@ func (plainTool) Spec() provider.ToolSpec                               { return
 func (plainTool) Call(context.Context, json.RawMessage) (string, error) { return "plain", nil }
 
 // TestAuditedToolForwardsParts: the audit wrapper passes a tool's images
-// on (agent.PartsTool), and a plain tool still works through CallParts.
+// on (agent.PartsTool) with the requester in the call's ctx (MCP per-user
+// connections and questions need it), and a plain tool still works through
+// CallParts.
 func TestAuditedToolForwardsParts(t *testing.T) {
 	b := testBot()
 	b.log = slog.New(slog.DiscardHandler)
+	b.opts.ToolContext = func(ctx context.Context, team, user, channel, thread string) context.Context {
+		return context.WithValue(ctx, askerKey{}, team+"/"+user+"/"+channel+"/"+thread)
+	}
 	pt := &partsTool{}
 	tools := b.auditTools(session.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: "1.1"}, "U1", []agent.Tool{pt, plainTool{}})
 	got, ok := tools[0].(agent.PartsTool)
@@ -312,6 +323,9 @@ func TestAuditedToolForwardsParts(t *testing.T) {
 	out, parts, err := got.CallParts(context.Background(), json.RawMessage(`{}`))
 	if err != nil || out != "a screenshot" || len(parts) != 1 || pt.calls != 1 {
 		t.Errorf("CallParts = %q %v %v", out, parts, err)
+	}
+	if pt.asker != "T1/U1/C1/1.1" {
+		t.Errorf("CallParts ctx carried requester %q, want T1/U1/C1/1.1", pt.asker)
 	}
 	out, parts, err = tools[1].(agent.PartsTool).CallParts(context.Background(), json.RawMessage(`{}`))
 	if err != nil || out != "plain" || parts != nil {
