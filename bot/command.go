@@ -278,20 +278,12 @@ func checkURLShape(tok string) (string, error) {
 			u = u[:i]
 		}
 	}
-	u = unescapeEntities(u)
+	u = slackText(u)
 	lower := strings.ToLower(u)
 	if !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
 		return "", errNotHTTP
 	}
 	return u, nil
-}
-
-// unescapeEntities undoes Slack's escaping of &, < and >.
-func unescapeEntities(s string) string {
-	if !strings.Contains(s, "&") {
-		return s
-	}
-	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
 }
 
 // parseHeaderTokens reads `Name: value` pairs. A header starts at a token
@@ -300,7 +292,7 @@ func unescapeEntities(s string) string {
 func parseHeaderTokens(toks []string) ([]header, error) {
 	var hs []header
 	for _, t := range toks {
-		t = unescapeEntities(t)
+		t = slackText(t)
 		name, rest, isHeader := strings.Cut(t, ":")
 		startsNew := isHeader && headerNameRE.MatchString(name) &&
 			(len(hs) == 0 || hs[len(hs)-1].Value != "")

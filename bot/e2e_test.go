@@ -251,7 +251,8 @@ func (h *harness) waitLiveReply(channel, thread string) string {
 func TestE2EMentionStreamsReply(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.llm.SetTokenInterval(5 * time.Millisecond)
-	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "hello there", "")
+	// Slack escapes &, < and > in message text; the model reads what was typed.
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "hello there: is a &lt;b&gt; tag &amp; more ok?", "")
 	got := h.waitReply(slackemu.ChannelGen, p.TS)
 	if want := h.lastAnswer(); got != want {
 		t.Errorf("reply = %q, want %q", got, want)
@@ -279,6 +280,9 @@ func TestE2EMentionStreamsReply(t *testing.T) {
 	reqs := h.llm.Requests()
 	if len(reqs) == 0 || !strings.Contains(reqs[0].LastUserText(), "alice") {
 		t.Errorf("model request does not name the speaker: %+v", reqs)
+	}
+	if len(reqs) > 0 && !strings.Contains(reqs[0].LastUserText(), "is a <b> tag & more ok?") {
+		t.Errorf("model read %q, want Slack's escaping undone", reqs[0].LastUserText())
 	}
 }
 

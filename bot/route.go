@@ -181,7 +181,7 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 	if team == "" {
 		return m, false, false, nil
 	}
-	m.Text = b.stripMention(ev.Text)
+	m.Text = slackText(b.stripMention(ev.Text))
 	m.Files = decodeFiles(ev.Files)
 	if m.Kind == kindReply && b.opts.ThreadFollowups == FollowupsMention {
 		m.Kind = kindContext
@@ -199,6 +199,19 @@ func (b *Bot) fromPerson(ev innerEvent) bool {
 		return b.opts.AllowBots && ev.User != ""
 	}
 	return ev.User != ""
+}
+
+// slackText undoes Slack's escaping of &, < and > in message text, so the
+// model reads what the person typed ("a < b", not "a &lt; b"). Slack's own
+// markup (<@U…>, <#C…>, <url|label>) is left as it is: the model may quote
+// it back, and the renderer escapes whatever it writes.
+var slackUnescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+
+func slackText(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return slackUnescaper.Replace(s)
 }
 
 // stripMention removes the bot's own mention from the text.

@@ -312,7 +312,7 @@ func contextLine(e threadEntry) string {
 		s.WriteString(", " + t.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	s.WriteString("] ")
-	s.WriteString(e.text)
+	s.WriteString(slackText(e.text))
 	if e.edited {
 		s.WriteString(" (edited)")
 	}
@@ -356,10 +356,6 @@ func tsBefore(a, b string) bool {
 	return ta.Before(tb)
 }
 
-// slackText undoes Slack's escaping of &, < and > in message text.
-func slackText(s string) string {
-	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
-}
 
 // msgBuilder assembles messages whose files are fetched together.
 type msgBuilder struct {
