@@ -356,7 +356,6 @@ func tsBefore(a, b string) bool {
 	return ta.Before(tb)
 }
 
-
 // msgBuilder assembles messages whose files are fetched together.
 type msgBuilder struct {
 	msgs   []provider.Message
