@@ -230,6 +230,41 @@ func TestE2EApprovalAllowOnce(t *testing.T) {
 	}
 }
 
+// TestE2EApprovalAnswerContinuesBelowPrompt: what the model says before a
+// tool call stays in the message above the approval prompt; what it says
+// after the tool ran is posted below the prompt, so the thread reads in
+// order.
+func TestE2EApprovalAnswerContinuesBelowPrompt(t *testing.T) {
+	e := newApprovalEnv(t, nil)
+	e.llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
+		if last := r.LastMessage(); last.Role == "tool" {
+			return llmemu.Reply{Text: "Tool said: " + last.Text}
+		}
+		return llmemu.Reply{Text: "Let me write that file.", ToolCalls: []llmemu.ToolCall{{Name: toolName, Arguments: `{"path":"/tmp/x.txt"}`}}}
+	})
+	p := e.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "write the file", "")
+	pr := e.waitPrompt(slackemu.ChannelGen, p.TS, 1)
+	e.click(slackemu.UserAlice, slackemu.ChannelGen, pr.TS, "bobbin_allow_once")
+	e.waitFinal(slackemu.ChannelGen, p.TS, 1)
+	var order []string
+	for _, m := range e.emu.BotReplies(slackemu.ChannelGen, p.TS) {
+		text, _ := messageText(m)
+		switch {
+		case m.TS == pr.TS:
+			order = append(order, "prompt")
+		case strings.Contains(text, "Let me write") && strings.Contains(text, "Tool said"):
+			order = append(order, "both")
+		case strings.Contains(text, "Let me write"):
+			order = append(order, "before")
+		case strings.Contains(text, "Tool said"):
+			order = append(order, "after")
+		}
+	}
+	if strings.Join(order, ",") != "before,prompt,after" {
+		t.Errorf("thread order = %v, want [before prompt after]", order)
+	}
+}
+
 func TestE2EApprovalDeny(t *testing.T) {
 	e := newApprovalEnv(t, nil)
 	p := e.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "write the file", "")

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,9 +43,13 @@ type streamer struct {
 	native    bool
 	start     time.Time
 
-	mu        sync.Mutex
-	text      strings.Builder
-	status    string
+	mu     sync.Mutex
+	text   strings.Builder
+	status string
+	// breaks are offsets in text where an approval prompt went into the
+	// thread: what the answer says after it is posted below the prompt,
+	// in a message of its own, not edited into the one above.
+	breaks    []int
 	tasks     []slack.StreamChunk // tool progress for a native stream, not yet sent
 	firstText time.Time
 	wake      chan struct{}
@@ -119,6 +124,9 @@ func (r *streamer) Observe(ev agent.Event) {
 		r.status = "Thinking…"
 	case agent.EventApprovalNeeded:
 		r.status = "Waiting for approval to run " + toolName(ev) + "…"
+		if n := r.text.Len(); strings.TrimSpace(r.text.String()) != "" && (len(r.breaks) == 0 || r.breaks[len(r.breaks)-1] < n) {
+			r.breaks = append(r.breaks, n)
+		}
 	case agent.EventToolStarted:
 		r.status = "Running " + toolName(ev) + "…"
 		if r.native {
@@ -162,6 +170,31 @@ func (r *streamer) snapshot() (text, status string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.text.String(), r.status
+}
+
+// pieces splits text into the reply's messages: each stretch between two
+// approval prompts on its own (so the answer reads in the thread's order),
+// each stretch cut to Slack's size.
+func (r *streamer) pieces(text string) []string {
+	r.mu.Lock()
+	breaks := slices.Clone(r.breaks)
+	r.mu.Unlock()
+	var out []string
+	from := 0
+	for _, at := range append(breaks, len(text)) {
+		if at > len(text) || at <= from {
+			continue
+		}
+		seg := text[from:at]
+		if from > 0 {
+			seg = strings.TrimLeft(seg, " \n") // the step's paragraph break
+		}
+		if strings.TrimSpace(seg) != "" {
+			out = append(out, Split(seg, SplitLimit)...)
+		}
+		from = at
+	}
+	return out
 }
 
 // loop coalesces progress into Slack calls until close. Every call it
@@ -295,7 +328,10 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		r.post(ctx, "", status, true, false)
 		return
 	}
-	pieces := Split(text, SplitLimit)
+	pieces := r.pieces(text)
+	if len(pieces) == 0 {
+		return
+	}
 	render := func(i int) (content, st string, live bool) {
 		content, live = pieces[i], i == len(pieces)-1 && !final
 		if live {
