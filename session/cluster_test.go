@@ -83,6 +83,9 @@ func TestCluster(t *testing.T) {
 		{"EnqueueMarkedIsFoundByOrphans", TestEnqueueMarkedIsFoundByOrphans},
 		{"AuditBounded", TestAuditBounded},
 		{"EveryKeyHasTTLOrBound", TestEveryKeyHasTTLOrBound},
+		{"InstallationSealedRoundTrip", TestInstallationSealedRoundTrip},
+		{"InstallAliasAndOrgDelete", TestInstallAliasAndOrgDelete},
+		{"RetireWorkspace", TestRetireWorkspace},
 	} {
 		t.Run(tc.name, tc.f)
 	}
