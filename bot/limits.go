@@ -57,7 +57,7 @@ const defaultLimitKey = "*"
 // conversations.*, team.info and auth.test Tier 3 (chat.update's rate is
 // SLACK_UPDATES_PER_MINUTE); chat.startStream and chat.stopStream Tier 2;
 // chat.appendStream, chat.postEphemeral, views.*, users.info and
-// assistant.threads.* Tier 4. Key "*" is the budget of any other method.
+// assistant.threads.* Tier 4; oauth.v2.access Tier 4. Key "*" is the budget of any other method.
 func DefaultRateLimits() map[string]RateLimit {
 	return map[string]RateLimit{
 		defaultLimitKey:                         tier3,
@@ -83,6 +83,9 @@ func DefaultRateLimits() map[string]RateLimit {
 		"assistant.threads.setSuggestedPrompts": tier4,
 		"assistant.threads.setTitle":            tier4,
 		"apps.connections.open":                 tier3,
+		// Installs and token refreshes ("Special" in Slack's tables;
+		// Tier 4 is ample for a few a minute).
+		"oauth.v2.access": tier4,
 	}
 }
 

@@ -27,6 +27,10 @@ type Metrics struct {
 	SlackDropped      *prometheus.CounterVec
 	SlackBudgetInUse  *prometheus.GaugeVec
 	SlackBudgetFactor *prometheus.GaugeVec
+
+	// Installations (install.go): installed, uninstalled, token_refreshed,
+	// token_refresh_failed, install_failed.
+	InstallEvents *prometheus.CounterVec
 }
 
 // NewMetrics creates the instruments and registers them on reg; a nil reg
@@ -91,11 +95,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SlackBudgetFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "bobbin_slack_budget_factor", Help: "Share of a Slack method's configured budget in use after 429s (1: all; shrinks after 429s, recovers slowly).",
 		}, []string{"method"}),
+		InstallEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_slack_install_events_total", Help: "Slack installation events, by event (installed, install_failed, uninstalled, token_refreshed, token_refresh_failed).",
+		}, []string{"event"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
 			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited,
-			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor)
+			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor, m.InstallEvents)
 	}
 	return m
 }
