@@ -53,6 +53,7 @@ func (b *Bot) call(ctx context.Context, c slackCall, fn func(ctx context.Context
 		err = fn(context.WithValue(ctx, grantKey{}, g), api)
 		if e != nil && !refreshed && tokenRefused(err) {
 			refreshed = true
+			b.log.Debug("bot: Slack refused the workspace's token; refreshing it once", "team", c.team, "method", c.method, "err", err)
 			if rerr := b.refreshInstall(ctx, e, token); rerr == nil {
 				continue
 			} else {
