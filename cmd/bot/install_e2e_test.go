@@ -613,13 +613,14 @@ func TestUninstallCleansUpOneWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rig.wait("the installation deleted", func() bool {
-		_, err := store.Installation(context.Background(), gone.ID)
-		return errors.Is(err, session.ErrNotFound)
+	// The installation goes at once; the data is set to expire (within
+	// the 3 s grace it is still there).
+	rig.wait("the workspace retired", func() bool {
+		ok, err := store.Retired(context.Background(), gone.ID)
+		return ok && err == nil
 	})
-	// Within the grace the data is still there, set to expire.
-	if ok, err := store.Retired(context.Background(), gone.ID); err != nil || !ok {
-		t.Errorf("Retired = %v, %v", ok, err)
+	if _, err := store.Installation(context.Background(), gone.ID); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("installation after the uninstall: %v", err)
 	}
 	// After the grace only event identities (kept 24 h, no content) and
 	// rate-budget state with their own TTLs remain.
@@ -674,5 +675,59 @@ func (r *installRig) waitAck(p slackemu.Posted) {
 	defer cancel()
 	if _, err := r.emu.WaitAck(ctx, p.Envelope); err != nil {
 		r.t.Fatalf("envelope %s not acked: %v", p.Envelope, err)
+	}
+}
+
+// TestInstallOrgWide: an org-wide install serves every workspace of the
+// Enterprise Grid org with one token (learned per workspace from events'
+// authorizations); uninstalling the org deletes it and retires the data of
+// every workspace it served.
+func TestInstallOrgWide(t *testing.T) {
+	x, y := newWSTeam("Umbra"), newWSTeam("Penumbra")
+	ent := "E" + x.ID[1:]
+	tx, ty := x.team(""), y.team("")
+	for _, tm := range []*slackemu.Team{&tx, &ty} {
+		tm.EnterpriseID, tm.EnterpriseName = ent, "Umbrella Corp"
+		tm.BotUserID, tm.BotID = "", "" // the org's bot, made by the install
+	}
+	rig := newInstallRig(t, []slackemu.Team{tx, ty}, slackemu.OAuthOptions{}, nil)
+	rep := rig.start("", nil)
+	rig.emu.SetConsent(slackemu.Consent{Team: x.ID, OrgWide: true})
+	resp, body := getPage(t, browser(true), "http://"+rig.addr+"/slack/install")
+	if resp.StatusCode != 200 || !strings.Contains(body, "organization Umbrella Corp") ||
+		!strings.Contains(body, "https://app.slack.com/manage/"+ent+"/integrations/profile/") {
+		t.Fatalf("org install = %d\n%s", resp.StatusCode, body)
+	}
+	rig.ask(x, "hello umbra")
+	rig.ask(y, "hello penumbra")
+	for _, call := range rig.emu.Journal() {
+		if !call.OK {
+			t.Errorf("Slack call %s in %q failed: %s", call.Method, call.Team, call.Error)
+		}
+	}
+	store, err := session.Open(context.Background(), session.Options{URL: os.Getenv("REDIS_URL"), SecretKey: rig.key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if in, err := store.Installation(context.Background(), ent); err != nil || !in.OrgWide || in.TeamID != "" {
+		t.Fatalf("org installation = %v, %v", in, err)
+	}
+	if os.Getenv("REDIS_URL") == "" {
+		return // the embedded Redis is the program's own: the rest reads it
+	}
+	if err := rig.emu.Uninstall(ent); err != nil {
+		t.Fatal(err)
+	}
+	rig.wait("both workspaces retired", func() bool {
+		a, _ := store.Retired(context.Background(), x.ID)
+		b, _ := store.Retired(context.Background(), y.ID)
+		return a && b
+	})
+	if _, err := store.Installation(context.Background(), ent); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("org installation after the uninstall: %v", err)
+	}
+	if !strings.Contains(rep.logs.String(), `"installation":"`+ent+`"`) {
+		t.Error("no uninstall line naming the org installation")
 	}
 }
