@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/slack-go/slack"
 )
 
 // What envelopes say about their installation, and the app_uninstalled /
@@ -108,6 +110,20 @@ func (b *Bot) uninstalled(ctx context.Context, cb eventCallback, ev lifecycleEve
 	ref := cb.installRef(team)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), uninstallGrace)
 	defer cancel()
+	if ev.Type == "tokens_revoked" {
+		// Not every revoked bot token means the app is gone (a token
+		// replaced by a re-install or a rotation, say): the workspace's
+		// current token decides.
+		alive, err := b.tokenAlive(ctx, team)
+		if err != nil {
+			b.log.Warn("bot: tokens_revoked: cannot check the workspace's token; not acking", "team", team, "err", err)
+			return false
+		}
+		if alive {
+			b.log.Info("bot: tokens_revoked, but the workspace's bot token still works; nothing removed", "team", team)
+			return true
+		}
+	}
 	ret, _ := b.store.(workspaceRetirer)
 	var retire []string
 	if team != "" {
@@ -172,4 +188,21 @@ func (b *Bot) uninstalled(ctx context.Context, cb eventCallback, ev lifecycleEve
 		return false
 	}
 	return true
+}
+
+// tokenAlive asks auth.test whether the token the bot uses in team still
+// works (after the one refresh a refused rotating token gets). An error
+// means Slack did not say.
+func (b *Bot) tokenAlive(ctx context.Context, team string) (bool, error) {
+	err := b.call(ctx, slackCall{team: team, method: "auth.test"}, func(ctx context.Context, api *slack.Client) error {
+		_, err := api.AuthTestContext(ctx)
+		return err
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case tokenRefused(err), errors.Is(err, errNotInstalled), tokenRejection(botTokenVar, err) != nil:
+		return false, nil
+	}
+	return false, err
 }

@@ -372,7 +372,21 @@ func TestInstallTwoWorkspaces(t *testing.T) {
 		t.Errorf("mcp list in Globex shows Acme's server: %q", got)
 	}
 
+	// A tokens_revoked while the workspace's token still works (a token
+	// replaced, not the app removed) removes nothing.
+	env, _ := rig.emu.DeliverEvent(a.ID, map[string]any{"type": "tokens_revoked",
+		"tokens": map[string]any{"oauth": []string{}, "bot": []string{a.BotUser}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := rig.emu.WaitAck(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	rig.ask(a, "still installed?")
+
 	logs := rep.logs.String()
+	if !strings.Contains(logs, "tokens_revoked, but the workspace's bot token still works") {
+		t.Error("a tokens_revoked with a live token was not recognised")
+	}
 	if n := strings.Count(logs, "ignoring events from a workspace without an installation"); n != 1 {
 		t.Errorf("the not-installed workspace was logged %d times, want once", n)
 	}
