@@ -197,7 +197,7 @@ func (b *Bot) putInstall(inst session.Installation) *installEntry {
 	return e
 }
 
-// dropInstall forgets installation id and the teams it served.
+// drop forgets installation id and the teams it served.
 func (in *installs) drop(id string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -209,7 +209,7 @@ func (in *installs) drop(id string) {
 	}
 }
 
-// load returns installation id, from this process's cache or Redis; nil
+// loadInstall returns installation id, from this process's cache or Redis; nil
 // when there is none.
 func (b *Bot) loadInstall(ctx context.Context, id string) (*installEntry, error) {
 	in := b.inst
