@@ -1,7 +1,9 @@
 package bot
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/bobbinbot/bobbin/session"
@@ -67,5 +69,28 @@ func TestInstallRefs(t *testing.T) {
 	}
 	if got := slashRef(json.RawMessage(`{"team_id":"T3","is_enterprise_install":"false"}`)); got.org {
 		t.Errorf("slash ref = %+v", got)
+	}
+}
+
+// BenchmarkInstallLookupCached is the per-call cost of finding a
+// workspace's client and identity once this process holds its
+// installation (every Web API call and every event pays it).
+func BenchmarkInstallLookupCached(bm *testing.B) {
+	b := &Bot{opts: Options{}}
+	b.inst = newInstalls(nil, InstallOptions{})
+	for i := range 1000 {
+		b.putInstall(session.Installation{TeamID: fmt.Sprintf("T%04d", i), BotToken: fmt.Sprintf("xoxb-%d", i), BotUserID: "U0B", BotID: "B0"})
+	}
+	ctx := context.Background()
+	ref := installRef{team: "T0500"}
+	bm.ReportAllocs()
+	for bm.Loop() {
+		if ok, err := b.admitInstall(ctx, ref); !ok || err != nil {
+			bm.Fatal(ok, err)
+		}
+		if _, e, _, err := b.pickClient(ctx, "T0500"); e == nil || err != nil {
+			bm.Fatal(err)
+		}
+		_ = b.self("T0500")
 	}
 }
