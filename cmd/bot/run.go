@@ -140,8 +140,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		log.Info("bobbin: stopped")
 	}()
 
-	// Both tokens are checked before anything is served: a token Slack
-	// rejects ends the process with a message naming its variable.
+	// The tokens are checked before anything is served (the bot token
+	// when set; installations carry their own): a token Slack rejects ends
+	// the process with a message naming its variable.
 	if err := b.Authenticate(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while Slack was not answering
