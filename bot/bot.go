@@ -60,8 +60,14 @@ const (
 type Options struct {
 	// BotToken (xoxb-) and AppToken (xapp-) authenticate the Web API and
 	// socket mode. APIURL is the Web API base, ending in "/" (default
-	// https://slack.com/api/).
+	// https://slack.com/api/). BotToken may be empty when Installs is on:
+	// then only installed workspaces are served.
 	BotToken, AppToken, APIURL string
+	// Installs turns on OAuth installations (install.go): each workspace
+	// that installs the app gets its own token, kept sealed in Store
+	// (which must then be a *session.Store, or anything with its
+	// installation methods).
+	Installs InstallOptions
 	// HTTPClient carries Web API calls and the socket dial's HTTP part; nil
 	// means a client with sane timeouts.
 	HTTPClient *http.Client
@@ -169,8 +175,13 @@ type Bot struct {
 	log   *slog.Logger
 	m     *Metrics
 
-	// identity from auth.test
-	botUserID, botID, teamID string
+	// identity of the pinned BotToken, from auth.test
+	botUserID, botID, teamID, pinnedEnterprise string
+
+	// inst holds the OAuth installations (nil in single-token mode);
+	// httpc is the governed HTTP client every Slack client uses.
+	inst  *installs
+	httpc *http.Client
 
 	turnSlots chan struct{} // MAX_CONCURRENT_TURNS
 	admitSem  chan struct{} // envelopes being admitted at once
@@ -201,8 +212,20 @@ type Bot struct {
 // New checks opts and builds a Bot. It does not contact Slack.
 func New(opts Options) (*Bot, error) {
 	var errs []error
-	if opts.BotToken == "" || opts.AppToken == "" {
-		errs = append(errs, errors.New("bot: BotToken and AppToken are required"))
+	if opts.AppToken == "" {
+		errs = append(errs, errors.New("bot: AppToken is required"))
+	}
+	var ist installStore
+	if opts.Installs.ClientID != "" {
+		var ok bool
+		if ist, ok = opts.Store.(installStore); !ok && opts.Store != nil {
+			errs = append(errs, errors.New("bot: Installs needs a Store that keeps installations (*session.Store)"))
+		}
+		if opts.Installs.ClientSecret == "" || opts.Installs.RedirectURL == "" {
+			errs = append(errs, errors.New("bot: Installs needs ClientSecret and RedirectURL"))
+		}
+	} else if opts.BotToken == "" {
+		errs = append(errs, errors.New("bot: BotToken is required (or Installs)"))
 	}
 	if opts.Store == nil {
 		errs = append(errs, errors.New("bot: Store is required"))
@@ -262,15 +285,10 @@ func New(opts Options) (*Bot, error) {
 	gov := newGovernor(bs, limits, m, log, max(30*time.Second, 10*opts.EditInterval))
 	governed := *hc
 	governed.Transport = slackTransport{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), gov: gov, m: m}
-	api := slack.New(opts.BotToken,
-		slack.OptionAppLevelToken(opts.AppToken),
-		slack.OptionAPIURL(opts.APIURL),
-		slack.OptionHTTPClient(&governed),
-	)
-	return &Bot{
+	b := &Bot{
 		opts:      opts,
-		api:       api,
 		gov:       gov,
+		httpc:     &governed,
 		store:     opts.Store,
 		log:       log,
 		m:         m,
@@ -280,7 +298,22 @@ func New(opts Options) (*Bot, error) {
 		cancels:   cancelRegistry{m: map[session.ThreadKey]context.CancelCauseFunc{}},
 		running:   map[session.ThreadKey]bool{},
 		files:     newFileFetcher(hc.Transport, opts.APIURL, m),
-	}, nil
+	}
+	b.api = b.newClient(opts.BotToken)
+	if ist != nil {
+		b.inst = newInstalls(ist, opts.Installs)
+	}
+	return b, nil
+}
+
+// newClient is a Web API client for token, on the governed transport, with
+// the app token for socket mode.
+func (b *Bot) newClient(token string) *slack.Client {
+	return slack.New(token,
+		slack.OptionAppLevelToken(b.opts.AppToken),
+		slack.OptionAPIURL(b.opts.APIURL),
+		slack.OptionHTTPClient(b.httpc),
+	)
 }
 
 // Ready reports whether the bot can serve: at least one socket connected and

@@ -220,6 +220,6 @@ func (l fileLoader) LoadFile(ctx context.Context, ref provider.FileRef) ([]byte,
 	if ref.MimeType == provider.MimePDF {
 		limit = provider.MaxDocumentBytes
 	}
-	data, _, err := l.b.files.fetch(ctx, l.b.botToken(l.team), u, limit, false, false)
+	data, _, err := l.b.files.fetch(ctx, l.b.botToken(ctx, l.team), u, limit, false, false)
 	return data, err
 }

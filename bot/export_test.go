@@ -1,6 +1,9 @@
 package bot
 
-import "maps"
+import (
+	"context"
+	"maps"
+)
 
 // UngovernedCalls returns, by method, the Web API calls of b that reached
 // Slack without asking the governor first (only slack-go's own
@@ -10,3 +13,13 @@ func UngovernedCalls(b *Bot) map[string]int {
 	defer b.gov.mu.Unlock()
 	return maps.Clone(b.gov.ungoverned)
 }
+
+// PickClientToken is the token a Web API call of b in team would carry
+// now (loading and refreshing the installation as a call does).
+func PickClientToken(ctx context.Context, b *Bot, team string) (string, error) {
+	_, _, token, err := b.pickClient(ctx, team)
+	return token, err
+}
+
+// TeamName is the workspace name the system prompt of team would use.
+func TeamName(ctx context.Context, b *Bot, team string) string { return b.names.team(ctx, b, team) }

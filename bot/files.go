@@ -331,7 +331,7 @@ func (b *Bot) filePart(ctx context.Context, team string, f sharedFile, media boo
 	case kindText:
 		limit, truncate = textReadCap, true
 	}
-	data, cut, err := b.files.fetch(ctx, b.botToken(team), ref.URL, limit, truncate, k == kindText && strings.Contains(strings.ToLower(f.Mimetype), "html"))
+	data, cut, err := b.files.fetch(ctx, b.botToken(ctx, team), ref.URL, limit, truncate, k == kindText && strings.Contains(strings.ToLower(f.Mimetype), "html"))
 	if err != nil {
 		if ctx.Err() == nil {
 			b.log.Info("bot: a shared file was not downloaded; the model gets a note", "team", team, "file_id", f.ID, "err", err)

@@ -61,7 +61,7 @@ const defaultLimitKey = "*"
 // conversations.replies is Tier 3 for Marketplace and internal apps; a
 // commercially distributed app outside the Marketplace gets 1 call a
 // minute (15 messages a page): set
-// SLACK_RATE_LIMITS=conversations.replies=1:1 for it. Key "*" is the
+// SLACK_RATE_LIMITS=conversations.replies=1:1 for it. oauth.v2.access Tier 4. Key "*" is the
 // budget of any other method.
 func DefaultRateLimits() map[string]RateLimit {
 	return map[string]RateLimit{
@@ -91,6 +91,9 @@ func DefaultRateLimits() map[string]RateLimit {
 		"apps.connections.open":                 tier3,
 		"files.info":                            tier4,
 		"usergroups.users.list":                 tier2,
+		// Installs and token refreshes ("Special" in Slack's tables;
+		// Tier 4 is ample for a few a minute).
+		"oauth.v2.access": tier4,
 	}
 }
 

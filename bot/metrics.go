@@ -33,6 +33,9 @@ type Metrics struct {
 	FileDownloadBytes prometheus.Counter
 	ThreadImports     *prometheus.CounterVec
 	ContextReplies    prometheus.Counter
+	// Installations (install.go): installed, uninstalled, token_refreshed,
+	// token_refresh_failed, install_failed.
+	InstallEvents *prometheus.CounterVec
 }
 
 // NewMetrics creates the instruments and registers them on reg; a nil reg
@@ -109,12 +112,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ContextReplies: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bobbin_thread_context_replies_total", Help: "Thread replies recorded as context without a turn (THREAD_FOLLOWUPS=mention).",
 		}),
+		InstallEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_slack_install_events_total", Help: "Slack installation events, by event (installed, install_failed, uninstalled, token_refreshed, token_refresh_failed).",
+		}, []string{"event"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
 			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited,
 			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
-			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies)
+			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents)
 	}
 	return m
 }

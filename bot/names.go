@@ -109,7 +109,9 @@ func (c *nameCache) team(ctx context.Context, b *Bot, team string) string {
 		defer cancel()
 		var name string
 		err := b.call(lctx, slackCall{team: team, method: "team.info", prio: prioLossy, wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
-			t, err := api.GetTeamInfoContext(ctx)
+			// With the team argument: an org-wide token serves many
+			// workspaces, and each must be named after itself.
+			t, err := api.GetOtherTeamInfoContext(ctx, team)
 			if err == nil {
 				name = t.Name
 			}

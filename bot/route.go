@@ -17,10 +17,14 @@ import (
 // so that unknown or malformed shapes degrade to "ignore" and the decoder
 // can be fuzzed.
 type eventCallback struct {
-	Type    string          `json:"type"`
-	TeamID  string          `json:"team_id"`
-	EventID string          `json:"event_id"`
-	Event   json.RawMessage `json:"event"`
+	Type         string          `json:"type"`
+	TeamID       string          `json:"team_id"`
+	EnterpriseID string          `json:"enterprise_id"`
+	EventID      string          `json:"event_id"`
+	Event        json.RawMessage `json:"event"`
+	// Authorizations names an installation that sees the event
+	// (install_events.go).
+	Authorizations []authorization `json:"authorizations"`
 }
 
 type innerEvent struct {
@@ -112,6 +116,12 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 	if err := json.Unmarshal(raw, &cb); err != nil {
 		return m, false, false, fmt.Errorf("decoding event callback: %w", err)
 	}
+	return b.decodeCallback(cb)
+}
+
+// decodeCallback is decodeEvent after the outer decode. The bot's own
+// identity is the one of the event's workspace (its installation).
+func (b *Bot) decodeCallback(cb eventCallback) (m inbound, needsSession, ok bool, err error) {
 	if cb.Type != "event_callback" || len(cb.Event) == 0 {
 		return m, false, false, nil
 	}
@@ -123,6 +133,7 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 	if team == "" {
 		team = ev.Team
 	}
+	self := b.self(team)
 	m = inbound{Team: team, Channel: ev.Channel, TS: ev.TS, User: ev.User, UserTeam: ev.UserTeam, EventID: cb.EventID, ThreadTS: ev.ThreadTS}
 	if m.ThreadTS == "" {
 		m.ThreadTS = ev.TS
@@ -147,7 +158,7 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 		m.Kind = kindHome
 		return m, false, team != "" && ev.User != "" && (ev.Tab == "home" || ev.Tab == ""), nil
 	case "app_mention":
-		if !b.fromPerson(ev) || ev.Channel == "" || ev.TS == "" {
+		if !b.fromPerson(self, ev) || ev.Channel == "" || ev.TS == "" {
 			return m, false, false, nil
 		}
 		m.Kind = kindMention
@@ -159,7 +170,7 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 		default:
 			return m, false, false, nil
 		}
-		if !b.fromPerson(ev) || ev.Channel == "" || ev.TS == "" {
+		if !b.fromPerson(self, ev) || ev.Channel == "" || ev.TS == "" {
 			return m, false, false, nil
 		}
 		switch {
@@ -168,7 +179,7 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 		case ev.ThreadTS == "":
 			// A top-level channel message reaches the bot only as app_mention.
 			return m, false, false, nil
-		case b.botUserID != "" && strings.Contains(ev.Text, "<@"+b.botUserID+">"):
+		case self.userID != "" && strings.Contains(ev.Text, "<@"+self.userID+">"):
 			// The same message arrives as app_mention, which handles it.
 			return m, false, false, nil
 		default:
@@ -181,7 +192,7 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 	if team == "" {
 		return m, false, false, nil
 	}
-	m.Text = slackText(b.stripMention(ev.Text))
+	m.Text = slackText(self.stripMention(ev.Text))
 	m.Files = decodeFiles(ev.Files)
 	if m.Kind == kindReply && b.opts.ThreadFollowups == FollowupsMention {
 		m.Kind = kindContext
@@ -191,9 +202,9 @@ func (b *Bot) decodeEvent(raw json.RawMessage) (m inbound, needsSession, ok bool
 
 // fromPerson reports whether the event is from someone the bot answers:
 // never itself, other bots only when configured.
-func (b *Bot) fromPerson(ev innerEvent) bool {
+func (b *Bot) fromPerson(self identity, ev innerEvent) bool {
 	switch {
-	case b.botID != "" && ev.BotID == b.botID, b.botUserID != "" && ev.User == b.botUserID:
+	case self.is(ev.BotID, ev.User):
 		return false
 	case ev.BotID != "" || ev.Subtype == "bot_message":
 		return b.opts.AllowBots && ev.User != ""
@@ -215,9 +226,9 @@ func slackText(s string) string {
 }
 
 // stripMention removes the bot's own mention from the text.
-func (b *Bot) stripMention(text string) string {
-	if b.botUserID != "" {
-		text = strings.ReplaceAll(text, "<@"+b.botUserID+">", "")
+func (id identity) stripMention(text string) string {
+	if id.userID != "" {
+		text = strings.ReplaceAll(text, "<@"+id.userID+">", "")
 	}
 	return strings.TrimSpace(text)
 }
@@ -226,7 +237,32 @@ func (b *Bot) stripMention(text string) string {
 // after, when set, is what to tell Slack once the ack is sent (reactions,
 // ephemeral notes, suggested prompts): nothing slow runs before the ack.
 func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retry int) (ack bool, after func(context.Context)) {
-	m, needsSession, ok, err := b.decodeEvent(raw)
+	var cb eventCallback
+	if err := json.Unmarshal(raw, &cb); err != nil {
+		b.log.Warn("bot: malformed event payload", "err", fmt.Errorf("decoding event callback: %w", err), "bytes", len(raw))
+		return true, after
+	}
+	// Which installation serves the event decides whether it is answered
+	// and who "self" is (install.go); uninstalls clean up.
+	if cb.Type == "event_callback" {
+		var lc lifecycleEvent
+		_ = json.Unmarshal(cb.Event, &lc)
+		if lc.Type == "app_uninstalled" || lc.Type == "tokens_revoked" {
+			return b.uninstalled(ctx, cb, lc), after
+		}
+		if b.inst != nil {
+			team := cmpOr(cb.TeamID, innerTeam(cb.Event))
+			served, err := b.admitInstall(ctx, cb.installRef(team))
+			if err != nil {
+				b.log.Warn("bot: cannot look up the workspace's installation; not acking", "team", team, "err", err)
+				return false, nil
+			}
+			if !served {
+				return true, after
+			}
+		}
+	}
+	m, needsSession, ok, err := b.decodeCallback(cb)
 	if err != nil {
 		// It will not decode on redelivery either: ack and log.
 		b.log.Warn("bot: malformed event payload", "err", err, "bytes", len(raw))
@@ -332,6 +368,15 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 	}
 	b.startWorker(turnCtx, m.key())
 	return true, after
+}
+
+// innerTeam is the team of an inner event (when the callback has none).
+func innerTeam(raw json.RawMessage) string {
+	var ev struct {
+		Team string `json:"team"`
+	}
+	_ = json.Unmarshal(raw, &ev)
+	return ev.Team
 }
 
 // ephemeral tells the person something only they see (a notice:

@@ -41,7 +41,7 @@ var webMethods = []webMethod{
 	{"assistant.threads.setSuggestedPrompts", []string{"SetAssistantThreadsSuggestedPrompts", "SetAssistantThreadsSuggestedPromptsContext"}, []string{"assistant:write"}},
 	{"reactions.add", []string{"AddReaction", "AddReactionContext"}, []string{"reactions:write"}},
 	{"users.info", []string{"GetUserInfo", "GetUserInfoContext"}, []string{"users:read"}},
-	{"team.info", []string{"GetTeamInfo", "GetTeamInfoContext"}, []string{"team:read"}},
+	{"team.info", []string{"GetTeamInfo", "GetTeamInfoContext", "GetOtherTeamInfo", "GetOtherTeamInfoContext"}, []string{"team:read"}},
 	// Channel names for the system prompt and the assistant pane's
 	// context: public and private channels (never DMs).
 	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},

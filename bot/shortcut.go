@@ -96,7 +96,7 @@ func (b *Bot) shortcutInbound(cb slack.InteractionCallback) (inbound, bool) {
 	}
 	t := &shortcutTarget{TS: ts, User: msg.User, Text: msg.Text, Replies: msg.ReplyCount}
 	switch {
-	case b.botID != "" && msg.BotID == b.botID, b.botUserID != "" && msg.User == b.botUserID:
+	case b.self(team).is(msg.BotID, msg.User):
 		t.Own, t.User = true, ""
 	case msg.BotID != "":
 		t.App = cmp0(botProfileName(msg.BotProfile), msg.Username, msg.BotID)

@@ -34,31 +34,33 @@ var livePools = [...]struct{ pool, cover string }{
 	{poolNative, "chat.stopStream"},
 }
 
-// client is the Web API client for workspace team. Every workspace uses
-// the one bot token today; with installations (a token per workspace)
-// this is the one place that changes.
-func (b *Bot) client(team string) *slack.Client {
-	_ = team
-	return b.api
-}
-
-// botToken is the token client(team) carries: file downloads send it
-// themselves (they are not Web API calls). It changes with client.
-func (b *Bot) botToken(team string) string {
-	_ = team
-	return b.opts.BotToken
-}
-
 // call runs fn, one Web API call of c.method in c.team, within the
-// governor's budget. A must-deliver call that Slack rate-limits waits out
-// the pause and spends again; a lossy one returns the error.
+// governor's budget, with the workspace's client (pickClient). A
+// must-deliver call that Slack rate-limits waits out the pause and spends
+// again; a lossy one returns the error. A call whose installation token
+// Slack refuses (expired, revoked) is retried once after a refresh.
 func (b *Bot) call(ctx context.Context, c slackCall, fn func(ctx context.Context, api *slack.Client) error) error {
+	refreshed := false
 	for {
+		api, e, token, err := b.pickClient(ctx, c.team)
+		if err != nil {
+			return err
+		}
 		g, err := b.gov.acquire(ctx, c)
 		if err != nil {
 			return err
 		}
-		err = fn(context.WithValue(ctx, grantKey{}, g), b.client(c.team))
+		err = fn(context.WithValue(ctx, grantKey{}, g), api)
+		if e != nil && !refreshed && tokenRefused(err) {
+			refreshed = true
+			b.log.Debug("bot: Slack refused the workspace's token; refreshing it once", "team", c.team, "method", c.method, "err", err)
+			if rerr := b.refreshInstall(ctx, e, token); rerr == nil {
+				continue
+			} else {
+				b.log.Warn("bot: Slack refused a workspace's token and refreshing it failed", "team", c.team, "method", c.method, "err", rerr)
+			}
+			return err
+		}
 		if !isRateLimited(err) || c.prio == prioLossy {
 			return err
 		}

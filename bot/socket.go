@@ -140,9 +140,13 @@ func (b *Bot) handleEnvelope(ctx, turnCtx context.Context, client *socketmode.Cl
 	case socketmode.EventTypeEventsAPI:
 		ack, after = b.admitEvent(actx, turnCtx, req.Payload, req.RetryAttempt)
 	case socketmode.EventTypeInteractive:
-		payload = b.interactive(actx, turnCtx, req.Payload)
+		if b.inst == nil || b.admitEnvelope(actx, interactiveRef(req.Payload)) {
+			payload = b.interactive(actx, turnCtx, req.Payload)
+		}
 	case socketmode.EventTypeSlashCommand:
-		payload = b.slashCommand(actx, req.Payload)
+		if b.inst == nil || b.admitEnvelope(actx, slashRef(req.Payload)) {
+			payload = b.slashCommand(actx, req.Payload)
+		}
 	}
 	if !ack {
 		return

@@ -73,18 +73,22 @@ func (b *Bot) Authenticate(ctx context.Context) error {
 	if b.authed.Load() {
 		return nil
 	}
-	var id *slack.AuthTestResponse
-	if err := b.untilAnswered(ctx, "auth.test", func() (err error) {
-		id, err = b.api.AuthTestContext(ctx)
-		if err == nil {
-			return nil
+	// Without SLACK_BOT_TOKEN only installations are served; their tokens
+	// were checked when they were installed and are checked on use.
+	id := &slack.AuthTestResponse{}
+	if b.opts.BotToken != "" {
+		if err := b.untilAnswered(ctx, "auth.test", func() (err error) {
+			id, err = b.api.AuthTestContext(ctx)
+			if err == nil {
+				return nil
+			}
+			if te := tokenRejection(botTokenVar, err); te != nil {
+				return te
+			}
+			return err
+		}); err != nil {
+			return err
 		}
-		if te := tokenRejection(botTokenVar, err); te != nil {
-			return te
-		}
-		return err
-	}); err != nil {
-		return err
 	}
 	if err := b.untilAnswered(ctx, "apps.connections.open", func() error {
 		_, _, err := b.api.StartSocketModeContext(ctx)
@@ -98,9 +102,21 @@ func (b *Bot) Authenticate(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	b.botUserID, b.botID, b.teamID = id.UserID, id.BotID, id.TeamID
+	b.botUserID, b.botID, b.teamID, b.pinnedEnterprise = id.UserID, id.BotID, id.TeamID, id.EnterpriseID
 	b.authed.Store(true)
-	b.log.Info("bot: authenticated", "team", id.TeamID, "bot_user", id.UserID, "replica", b.opts.ReplicaID)
+	if b.opts.BotToken == "" {
+		b.log.Info("bot: authenticated the app token; serving installed workspaces only (no "+botTokenVar+")", "replica", b.opts.ReplicaID)
+		return nil
+	}
+	b.log.Info("bot: authenticated", "team", id.TeamID, "bot_user", id.UserID, "replica", b.opts.ReplicaID,
+		"installations", b.inst != nil)
+	// The token works, so the workspace has the app: data an uninstall
+	// had set to expire is kept again.
+	if ret, ok := b.store.(workspaceRetirer); ok && id.TeamID != "" {
+		if err := ret.RestoreWorkspace(ctx, id.TeamID); err != nil {
+			b.log.Warn("bot: cannot check whether the workspace's data was set to expire", "team", id.TeamID, "err", err)
+		}
+	}
 	if missing := missingScopes(id.Header.Get("X-OAuth-Scopes"), requiredScopes()); len(missing) > 0 {
 		b.log.Warn("bot: the bot token lacks scopes the bot uses; update the app from manifest.yaml and reinstall it",
 			"missing", strings.Join(missing, ","))

@@ -149,7 +149,7 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 		if m.Timestamp == skip || m.Timestamp == "" || (until != "" && !tsBefore(m.Timestamp, until)) {
 			continue
 		}
-		if e, ok := b.entryOf(m); ok {
+		if e, ok := b.entryOf(k.Team, m); ok {
 			entries = append(entries, e)
 		}
 	}
@@ -160,7 +160,7 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 
 // entryOf is a thread message as context; false for messages people do
 // not read as part of the conversation (joins, tombstones, hidden updates).
-func (b *Bot) entryOf(m slack.Message) (threadEntry, bool) {
+func (b *Bot) entryOf(team string, m slack.Message) (threadEntry, bool) {
 	switch m.SubType {
 	case "", "thread_broadcast", "file_share", "bot_message", "me_message":
 	default:
@@ -168,7 +168,7 @@ func (b *Bot) entryOf(m slack.Message) (threadEntry, bool) {
 	}
 	e := threadEntry{ts: m.Timestamp, user: m.User, text: m.Text, edited: m.Edited != nil}
 	switch {
-	case b.botID != "" && m.BotID == b.botID, b.botUserID != "" && m.User == b.botUserID:
+	case b.self(team).is(m.BotID, m.User):
 		e.own = true
 	case m.BotID != "" || m.SubType == "bot_message":
 		e.app = cmp0(botProfileName(m.BotProfile), m.Username, m.BotID)

@@ -86,6 +86,9 @@ func TestCluster(t *testing.T) {
 		{"QuestionAnsweredExactlyOnceAcrossReplicas", TestQuestionAnsweredExactlyOnceAcrossReplicas},
 		{"QuestionWaitWokenExpiredAndPending", TestQuestionWaitWokenExpiredAndPending},
 		{"QuestionKeysExpire", TestQuestionKeysExpire},
+		{"InstallationSealedRoundTrip", TestInstallationSealedRoundTrip},
+		{"InstallAliasAndOrgDelete", TestInstallAliasAndOrgDelete},
+		{"RetireWorkspace", TestRetireWorkspace},
 	} {
 		t.Run(tc.name, tc.f)
 	}

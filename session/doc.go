@@ -3,7 +3,9 @@
 // token, the queue of messages that arrive while a turn runs, the index of
 // active turns (for takeover by another replica), event dedupe, pending tool
 // approvals, per-workspace MCP registrations with encrypted secrets,
-// tool-definition pins, shared rate budgets and a bounded audit stream.
+// tool-definition pins, shared rate budgets, a bounded audit stream, and
+// the sealed Slack installations of a multi-workspace deployment with the
+// clean-up of uninstalled workspaces.
 //
 // It is the only package that imports go-redis and it owns every Redis key.
 // With an empty URL the store runs an in-process Redis (miniredis): state
@@ -28,6 +30,10 @@
 //	P:{w:T}:mcp        hash server name → registration (sealed)     ≤ MaxRegistrations
 //	P:{w:T}:pins:S     hash tool name → definition hash             ≤ MaxToolPins
 //	P:{w:T}:audit      stream                                       ≈ AuditLen entries, TTL AuditTTL
+//	P:{w:ID}:install   sealed Slack installation (ID = team or org) no TTL; lock, aliases: install.go
+//	P:{w:T}:index      set of the workspace's keys without a TTL    bounded by its servers
+//	P:{w:T}:retired    uninstalled: the workspace's data expires     TTL SessionTTL
+//	P:{si:STATE}       pending Slack install                         TTL ≤ MaxInstallStateTTL
 //	P:{a:ID}, …:wake   approval hash and its wake-up list           TTL Expires + ApprovalRetention
 //	P:{r:BUCKET}       GCRA arrival time                            TTL until the bucket is full again
 //

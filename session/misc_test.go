@@ -266,6 +266,8 @@ func TestEveryKeyHasTTLOrBound(t *testing.T) {
 	bounded := map[string]int64{
 		s.k.registrations(k.Team): MaxRegistrations,
 		s.k.pins(k.Team, "docs"):  MaxToolPins,
+		// The workspace's index of such keys (install.go).
+		s.k.workspaceIndex(k.Team): 2*MaxRegistrations + 16,
 	}
 	keys := scanKeys(t, s)
 	if len(keys) < 12 {

@@ -95,7 +95,11 @@ func (s *Store) PutOAuthConnection(ctx context.Context, team, server, principal 
 	if err != nil {
 		return fmt.Errorf("session: oauth connection %s: sealing: %w", server, err)
 	}
-	if err := s.rdb.HSet(ctx, s.k.oauthConns(team, server), p, v).Err(); err != nil {
+	key := s.k.oauthConns(team, server)
+	pipe := s.rdb.TxPipeline()
+	pipe.HSet(ctx, key, p, v)
+	s.indexed(ctx, pipe, team, key)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("put oauth connection "+server, err)
 	}
 	return nil
@@ -120,7 +124,11 @@ func (s *Store) DeleteOAuthConnections(ctx context.Context, team, server string)
 	if err := errors.Join(checkPart("team", team), checkPart("server name", server)); err != nil {
 		return err
 	}
-	if err := s.rdb.Del(ctx, s.k.oauthConns(team, server)).Err(); err != nil {
+	key := s.k.oauthConns(team, server)
+	pipe := s.rdb.TxPipeline()
+	pipe.Del(ctx, key)
+	pipe.SRem(ctx, s.k.workspaceIndex(team), key)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("delete oauth connections "+server, err)
 	}
 	return nil
@@ -164,7 +172,11 @@ func (s *Store) PutOAuthClient(ctx context.Context, team, issuer string, rec []b
 	if err != nil {
 		return fmt.Errorf("session: oauth client: sealing: %w", err)
 	}
-	if err := s.rdb.Set(ctx, s.k.oauthClient(team, issuerHash(issuer)), v, 0).Err(); err != nil {
+	key := s.k.oauthClient(team, issuerHash(issuer))
+	pipe := s.rdb.TxPipeline()
+	pipe.Set(ctx, key, v, 0)
+	s.indexed(ctx, pipe, team, key)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("put oauth client", err)
 	}
 	return nil
@@ -263,35 +275,7 @@ func (s *Store) LockOAuth(ctx context.Context, team, server, principal string, t
 	if err = errors.Join(err, checkPart("team", team), checkPart("server name", server)); err != nil {
 		return nil, err
 	}
-	if ttl <= 0 {
-		ttl = 30 * time.Second
-	}
-	key := s.k.oauthLock(team, server, p)
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
-	for {
-		ok, err := s.rdb.SetNX(ctx, key, token, ttl).Result()
-		if err != nil {
-			return nil, s.wrap("oauth lock", err)
-		}
-		if ok {
-			return func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				defer cancel()
-				if err := unlockScript.Run(ctx, s.rdb, []string{key}, token).Err(); err != nil {
-					s.log.Warn("session: releasing oauth lock", "err", err)
-				}
-			}, nil
-		}
-		t := time.NewTimer(oauthLockPoll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return s.lockKey(ctx, s.k.oauthLock(team, server, p), ttl, "oauth lock")
 }
 
 // NotifyOAuth wakes whoever waits for (team, server, principal), on any

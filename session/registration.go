@@ -56,9 +56,11 @@ type storedRegistration struct {
 
 // putRegistrationScript: ARGV = name, value, max → 0 when the workspace is
 // at its bound and name is new.
+// KEYS[2] is the workspace's index (install.go).
 var putRegistrationScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('SADD', KEYS[2], KEYS[1])
 return 1
 `)
 
@@ -92,7 +94,7 @@ func (s *Store) PutRegistration(ctx context.Context, team string, r Registration
 	if err != nil {
 		return fmt.Errorf("session: registration %s: %w", r.Name, err)
 	}
-	n, err := putRegistrationScript.Run(ctx, s.rdb, []string{s.k.registrations(team)}, r.Name, b, MaxRegistrations).Int()
+	n, err := putRegistrationScript.Run(ctx, s.rdb, []string{s.k.registrations(team), s.k.workspaceIndex(team)}, r.Name, b, MaxRegistrations).Int()
 	if err != nil {
 		return s.wrap("put registration "+r.Name, err)
 	}
@@ -174,6 +176,7 @@ func (s *Store) DeleteRegistration(ctx context.Context, team, name string) error
 	pipe := s.rdb.TxPipeline()
 	del := pipe.HDel(ctx, s.k.registrations(team), name)
 	pipe.Del(ctx, s.k.pins(team, name))
+	pipe.SRem(ctx, s.k.workspaceIndex(team), s.k.pins(team, name))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("delete registration "+name, err)
 	}
@@ -210,6 +213,9 @@ func (s *Store) PutToolPins(ctx context.Context, team, server string, pins map[s
 	pipe.Del(ctx, key)
 	if len(pins) > 0 {
 		pipe.HSet(ctx, key, pins)
+		s.indexed(ctx, pipe, team, key)
+	} else {
+		pipe.SRem(ctx, s.k.workspaceIndex(team), key)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("put tool pins "+server, err)

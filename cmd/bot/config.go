@@ -18,9 +18,16 @@ import (
 // config is the whole configuration, read from the environment. The env
 // names are a contract documented in README.md: extend, never rename.
 type config struct {
-	SlackBotToken string `env:"SLACK_BOT_TOKEN,required"`
+	// SlackBotToken is required unless installations are on
+	// (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and PUBLIC_URL).
+	SlackBotToken string `env:"SLACK_BOT_TOKEN"`
 	SlackAppToken string `env:"SLACK_APP_TOKEN,required"`
 	SlackAPIURL   string `env:"SLACK_API_URL" envDefault:"https://slack.com/api/"`
+	// OAuth installations (multi-workspace): the app's credentials and
+	// Slack's authorize page (tests point it at the emulator).
+	SlackClientID          string `env:"SLACK_CLIENT_ID"`
+	SlackClientSecret      string `env:"SLACK_CLIENT_SECRET"`
+	SlackOAuthAuthorizeURL string `env:"SLACK_OAUTH_AUTHORIZE_URL" envDefault:"https://slack.com/oauth/v2/authorize"`
 
 	RedisURL string `env:"REDIS_URL"`
 
@@ -106,6 +113,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.SlackBotToken != "" && !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
 		bad("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
 	}
+	c.installProblems(bad)
 	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
 		bad("SLACK_APP_TOKEN must be an app-level token starting with xapp-")
 	}

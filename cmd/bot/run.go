@@ -98,6 +98,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	b, err := bot.New(bot.Options{
 		BotToken:           cfg.SlackBotToken,
 		AppToken:           cfg.SlackAppToken,
+		Installs:           cfg.installOptions(),
 		APIURL:             cfg.SlackAPIURL,
 		Store:              store,
 		Agent:              ag,
@@ -138,7 +139,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	// /healthz answers while the bot authenticates (a slow Slack is no
 	// reason to restart the pod); /readyz stays unready until a socket is
 	// open.
-	srv := &http.Server{Handler: httpHandler(b, reg, mgr.CallbackHandler(seams.callbackDone)), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: httpHandler(b, reg, mgr.CallbackHandler(seams.callbackDone), b.InstallHandler()), ReadHeaderTimeout: 5 * time.Second}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
 	defer func() {
@@ -153,8 +154,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		log.Info("bobbin: stopped")
 	}()
 
-	// Both tokens are checked before anything is served: a token Slack
-	// rejects ends the process with a message naming its variable.
+	// The tokens are checked before anything is served (the bot token
+	// when set; installations carry their own): a token Slack rejects ends
+	// the process with a message naming its variable.
 	if err := b.Authenticate(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while Slack was not answering
@@ -181,10 +183,11 @@ const readyTimeout = 2 * time.Second
 // httpHandler serves /healthz (the process is up), /readyz (socket
 // connected and Redis answering), /metrics and, for MCP OAuth, the
 // callback and client metadata document under /oauth/ (PUBLIC_URL points
-// here).
-func httpHandler(b *bot.Bot, reg *prometheus.Registry, oauth http.Handler) http.Handler {
+// here), and with installations the Slack install pages under /slack/.
+func httpHandler(b *bot.Bot, reg *prometheus.Registry, oauth, install http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /oauth/", oauth)
+	mountInstall(mux, install)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
