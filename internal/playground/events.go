@@ -33,6 +33,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
+	// Take the change channel before the first event: a change between
+	// the page's first fetch and the loop must not be lost.
+	changed := s.slack.Changed()
 	w.WriteHeader(http.StatusOK)
 	_, _ = fmt.Fprint(w, "retry: 1000\n\nevent: change\ndata: {}\n\n")
 	fl.Flush()
@@ -40,7 +43,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	ping := time.NewTicker(keepAlive)
 	defer ping.Stop()
 	for {
-		changed := s.slack.Changed()
 		select {
 		case <-r.Context().Done():
 			return
@@ -49,6 +51,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-ping.C:
 			_, _ = fmt.Fprint(w, ": keep-alive\n\n")
 		case <-changed:
+			// The next channel is taken now, so changes during the
+			// coalescing pause below are announced after it.
+			changed = s.slack.Changed()
 			_, _ = fmt.Fprint(w, "event: change\ndata: {}\n\n")
 		}
 		fl.Flush()
