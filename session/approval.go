@@ -251,47 +251,64 @@ const approvalPoll = time.Second
 // stays pending). It wakes through a per-approval Redis list, checking ctx at
 // least every second.
 func (s *Store) WaitApproval(ctx context.Context, id string) (Approval, error) {
-	// A dedicated connection of the waits client: BLPOP holds it.
-	wake := s.k.approvalWake(id)
-	conn, err := s.waitConn(ctx, wake)
+	var a Approval
+	err := s.waitDecision(ctx, "wait approval "+id, s.k.approval(id), s.k.approvalWake(id), func() (bool, time.Time, error) {
+		var err error
+		if a, err = s.GetApproval(ctx, id); err != nil || a.Decided() {
+			return true, time.Time{}, err
+		}
+		if !time.Now().Before(a.Expires) {
+			a, _, err = s.Decide(ctx, id, ApprovalExpired, "")
+			return true, time.Time{}, err
+		}
+		return false, a.Expires, nil
+	})
 	if err != nil {
 		return Approval{}, err
 	}
+	return a, nil
+}
+
+// waitDecision is the wait shared by approvals and questions: a record
+// decided once by a compare-and-set (on any replica) that pushes a token
+// onto its wake-up list. check reads the record (settling it when its
+// expiry has passed) and reports whether the wait is over, or when the
+// record expires. Between checks the waiter blocks in BLPOP on a dedicated
+// connection for at most approvalPoll, so ctx is noticed promptly.
+func (s *Store) waitDecision(ctx context.Context, op, record, wake string, check func() (done bool, expires time.Time, err error)) error {
+	// A dedicated connection of the waits client: BLPOP holds it.
+	conn, err := s.waitConn(ctx, wake)
+	if err != nil {
+		return err
+	}
 	defer conn.Close()
 	for {
-		a, err := s.GetApproval(ctx, id)
-		if err != nil {
-			return Approval{}, err
-		}
-		if a.Decided() {
-			return a, nil
-		}
-		if !time.Now().Before(a.Expires) {
-			a, _, err := s.Decide(ctx, id, ApprovalExpired, "")
-			return a, err
+		done, expires, err := check()
+		if err != nil || done {
+			return err
 		}
 		if err := ctx.Err(); err != nil {
-			return Approval{}, err
+			return err
 		}
 		// BLPOP itself runs without ctx: a cancelled read would poison the
 		// connection; the one-second block bounds the delay instead.
 		// Block at most approvalPoll, and not past the expiry (BLPOP takes
 		// fractional seconds since Redis 6).
-		block := max(min(approvalPoll, time.Until(a.Expires)), 10*time.Millisecond)
+		block := max(min(approvalPoll, time.Until(expires)), 10*time.Millisecond)
 		err = conn.Do(context.WithoutCancel(ctx), "BLPOP", wake, strconv.FormatFloat(block.Seconds(), 'f', 3, 64)).Err()
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:
-			return Approval{}, s.wrap("wait approval "+id, err)
+			return s.wrap(op, err)
 		default:
 			// Put the token back so every other waiter wakes too; the
 			// list expires with the record.
-			if err := rewakeScript.Run(context.WithoutCancel(ctx), conn, []string{s.k.approval(id), wake}).Err(); err != nil {
-				return Approval{}, s.wrap("wait approval "+id, err)
+			if err := rewakeScript.Run(context.WithoutCancel(ctx), conn, []string{record, wake}).Err(); err != nil {
+				return s.wrap(op, err)
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return Approval{}, err
+			return err
 		}
 	}
 }

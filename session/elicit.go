@@ -305,43 +305,22 @@ func (s *Store) ClearQuestionAnswer(ctx context.Context, id string) error {
 // stays pending). It wakes through a per-question Redis list, checking ctx
 // at least every second.
 func (s *Store) WaitQuestion(ctx context.Context, id string) (Question, error) {
-	wake := s.k.questionWake(id)
-	conn, err := s.waitConn(ctx, wake)
+	var q Question
+	err := s.waitDecision(ctx, "wait question "+id, s.k.question(id), s.k.questionWake(id), func() (bool, time.Time, error) {
+		var err error
+		if q, err = s.GetQuestion(ctx, id); err != nil || q.Decided() {
+			return true, time.Time{}, err
+		}
+		if !time.Now().Before(q.Expires) {
+			q, _, err = s.AnswerQuestion(ctx, id, QuestionExpired, "", nil)
+			return true, time.Time{}, err
+		}
+		return false, q.Expires, nil
+	})
 	if err != nil {
 		return Question{}, err
 	}
-	defer conn.Close()
-	for {
-		q, err := s.GetQuestion(ctx, id)
-		if err != nil {
-			return Question{}, err
-		}
-		if q.Decided() {
-			return q, nil
-		}
-		if !time.Now().Before(q.Expires) {
-			q, _, err := s.AnswerQuestion(ctx, id, QuestionExpired, "", nil)
-			return q, err
-		}
-		if err := ctx.Err(); err != nil {
-			return Question{}, err
-		}
-		// As in WaitApproval: BLPOP without ctx, bounded to a second.
-		block := max(min(approvalPoll, time.Until(q.Expires)), 10*time.Millisecond)
-		err = conn.Do(context.WithoutCancel(ctx), "BLPOP", wake, strconv.FormatFloat(block.Seconds(), 'f', 3, 64)).Err()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
-			return Question{}, s.wrap("wait question "+id, err)
-		default:
-			if err := rewakeScript.Run(context.WithoutCancel(ctx), conn, []string{s.k.question(id), wake}).Err(); err != nil {
-				return Question{}, s.wrap("wait question "+id, err)
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return Question{}, err
-		}
-	}
+	return q, nil
 }
 
 // PendingQuestions lists the thread's questions still pending, oldest
