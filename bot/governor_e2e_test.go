@@ -542,13 +542,23 @@ func TestGovernor429PausesEveryReplica(t *testing.T) {
 	asks, start := w.burst(6, 6, 60, 0)
 	f := w.settle("pause", asks, start)
 	var limitedAt time.Time
+	inFlight := 0
 	for _, c := range w.h.emu.Calls("chat.update") {
 		if c.Status == 429 {
 			limitedAt = c.Time
 			continue
 		}
-		if !limitedAt.IsZero() && c.Time.Sub(limitedAt) < 2*time.Second-50*time.Millisecond {
-			t.Errorf("chat.update called %v after the 429 (Retry-After 2 s)", c.Time.Sub(limitedAt))
+		if limitedAt.IsZero() {
+			continue
+		}
+		switch d := c.Time.Sub(limitedAt); {
+		case d < 100*time.Millisecond && inFlight < 2:
+			// Sent by another replica before the 429 reached the one
+			// that got it: already in flight, not a call the pause
+			// could stop (at most one per other replica).
+			inFlight++
+		case d < 2*time.Second-50*time.Millisecond:
+			t.Errorf("chat.update called %v after the 429 (Retry-After 2 s)", d)
 		}
 	}
 	if limitedAt.IsZero() {
