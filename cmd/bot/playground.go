@@ -32,7 +32,12 @@ import (
 func command(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	switch {
 	case len(args) == 0:
-		return run(ctx, getenv, stdout, stderr)
+		err := run(ctx, getenv, stdout, stderr)
+		if err != nil && nothingSlack(getenv) {
+			// A first try on a fresh clone: say where to start.
+			err = fmt.Errorf("%w\nNo Slack app yet? Try Bobbin in a local Slack-like page first: go run ./cmd/bot playground", err)
+		}
+		return err
 	case len(args) == 1 && args[0] == "playground":
 		return runPlayground(ctx, getenv, stdout, stderr)
 	case len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help"):
@@ -46,6 +51,16 @@ const usage = `usage:
   bot             run Bobbin (configured from the environment, see README.md)
   bot playground  try Bobbin in a local Slack-like page (PLAYGROUND_ADDR, default 127.0.0.1:3000)
 `
+
+// nothingSlack reports whether none of the Slack credentials is set.
+func nothingSlack(getenv func(string) string) bool {
+	for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_CLIENT_ID"} {
+		if getenv(k) != "" {
+			return false
+		}
+	}
+	return true
+}
 
 // playgroundConfig is the playground's own setting; the bot's come from
 // config (the README's Configuration table has a row for each).

@@ -32,6 +32,14 @@ func TestCommand(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "SLACK_BOT_TOKEN") {
 		t.Errorf("no arguments: %v, want the bot's configuration error", err)
 	}
+	// Nothing of Slack set: a fresh clone's first try points at the playground.
+	if err == nil || !strings.Contains(err.Error(), "go run ./cmd/bot playground") {
+		t.Errorf("no Slack settings: %v, want a pointer to the playground", err)
+	}
+	err = command(context.Background(), nil, envFunc(map[string]string{"HTTP_ADDR": freeAddr(t), "SLACK_BOT_TOKEN": "xoxb-1"}), io.Discard, io.Discard)
+	if err == nil || strings.Contains(err.Error(), "playground") {
+		t.Errorf("with a Slack token: %v, want no playground pointer", err)
+	}
 }
 
 // TestPlaygroundAddrInUse: a busy PLAYGROUND_ADDR is reported by name
