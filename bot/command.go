@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -525,25 +524,10 @@ func (b *Bot) answer(ctx context.Context, to replyTarget, text string) any {
 }
 
 // later runs job after the ack (Slack wants the ack within 3 s; a probe
-// takes longer) and sends its answer to the person. Run waits for it on
-// shutdown.
+// takes longer) and sends its answer to the person (laterReply, text
+// only). Run waits for it on shutdown.
 func (b *Bot) later(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) string) any {
-	b.ctl.jobs.Add(1)
-	go func() {
-		defer b.ctl.jobs.Done()
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
-		defer func() {
-			if r := recover(); r != nil {
-				b.log.Error("bot: panic in a slash command", "panic", r)
-			}
-		}()
-		b.respond(jctx, to, job(jctx))
-	}()
-	if ack == "" {
-		return nil
-	}
-	return ephemeralAck(ack)
+	return b.laterReply(ctx, to, ack, func(ctx context.Context) reply { return reply{text: job(ctx)} })
 }
 
 // respond sends text to the person in parts of at most replyChunk bytes:
@@ -553,10 +537,7 @@ func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 	if len(parts) > 5 {
 		parts = append(parts[:4], truncate(parts[4], replyChunk-40)+"\n_(more not shown)_")
 	}
-	hc := b.opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
+	hc := b.webhookClient()
 	for _, p := range parts {
 		if to.ResponseURL != "" {
 			err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, &slack.WebhookMessage{ResponseType: "ephemeral", Text: p})

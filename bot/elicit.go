@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -564,10 +563,7 @@ func (b *Bot) questionAnswered(ctx context.Context, got session.Question, q Ques
 // replaceEphemeral replaces the ephemeral message a click came from
 // (through its response_url: ephemeral messages have no ts to update).
 func (b *Bot) replaceEphemeral(ctx context.Context, responseURL, text string, blocks []slack.Block) {
-	hc := b.opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
+	hc := b.webhookClient()
 	msg := &slack.WebhookMessage{ResponseType: "ephemeral", ReplaceOriginal: true, Text: text, Blocks: &slack.Blocks{BlockSet: blocks}}
 	if err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, hc, msg); err != nil {
 		b.log.Debug("bot: replacing an ephemeral message failed", "err", err)

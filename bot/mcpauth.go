@@ -240,8 +240,8 @@ type reply struct {
 	blocks []slack.Block
 }
 
-// laterReply is later for answers that may carry blocks (a Connect
-// button).
+// laterReply runs job after the ack and sends its answer, which may carry
+// blocks (a Connect button), to the person. Run waits for it on shutdown.
 func (b *Bot) laterReply(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) reply) any {
 	b.ctl.jobs.Add(1)
 	go func() {
@@ -266,14 +266,20 @@ func (b *Bot) laterReply(ctx context.Context, to replyTarget, ack string, job fu
 	return ephemeralAck(ack)
 }
 
+// webhookClient carries response_url answers (not Web API calls: no
+// governor).
+func (b *Bot) webhookClient() *http.Client {
+	if b.opts.HTTPClient != nil {
+		return b.opts.HTTPClient
+	}
+	return &http.Client{Timeout: 10 * time.Second}
+}
+
 // respondBlocks sends one ephemeral answer with blocks: through the
 // response_url, else with chat.postEphemeral.
 func (b *Bot) respondBlocks(ctx context.Context, to replyTarget, r reply) {
 	if to.ResponseURL != "" {
-		hc := b.opts.HTTPClient
-		if hc == nil {
-			hc = &http.Client{Timeout: 10 * time.Second}
-		}
+		hc := b.webhookClient()
 		msg := &slack.WebhookMessage{ResponseType: "ephemeral", Text: r.text, Blocks: &slack.Blocks{BlockSet: r.blocks}}
 		if err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, msg); err == nil {
 			return
