@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,17 +83,8 @@ func TestAdminRegistersLoopbackMCPServer(t *testing.T) {
 		"STREAM_EDIT_INTERVAL":       "100ms",
 		"SHUTDOWN_GRACE":             "4s",
 	}
-	var logs syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, envFunc(env), &logs, io.Discard) }()
-	defer func() {
-		cancel()
-		<-done
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	}()
+	logs, stop := startRun(t, env)
+	defer stop()
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
 	if err := emu.WaitFor(wctx, func() bool { return emu.LiveConnections() > 0 }); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -47,13 +46,9 @@ func TestRunAgainstRedisCluster(t *testing.T) {
 		"HTTP_ADDR":       freeAddr(t),
 		"SHUTDOWN_GRACE":  "4s",
 	}
-	var logs syncBuffer
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(runCtx, envFunc(env), &logs, io.Discard) }()
+	logs, stop := startRun(t, env)
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("run: %v", err)
 		}
 	}()

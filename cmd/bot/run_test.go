@@ -31,6 +31,25 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// startRun runs the whole program with env in the background. stop
+// cancels it, waits for it and returns what run returned, showing the logs
+// when the test failed; defer it.
+func startRun(t *testing.T, env map[string]string) (logs *syncBuffer, stop func() error) {
+	t.Helper()
+	logs = &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, envFunc(env), logs, io.Discard) }()
+	return logs, func() error {
+		cancel()
+		err := <-done
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+		return err
+	}
+}
+
 // TestRunServes runs the whole program against the Slack emulator and the
 // fake model: health, readiness, metrics, a reply, redacted logs, clean
 // shutdown.

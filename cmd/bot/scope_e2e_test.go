@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -122,17 +121,8 @@ func TestToolScopesEndToEnd(t *testing.T) {
 		"SHUTDOWN_GRACE":             "4s",
 		"USERGROUP_CACHE_TTL":        "1s",
 	}
-	var logs syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, envFunc(env), &logs, io.Discard) }()
-	defer func() {
-		cancel()
-		<-done
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	}()
+	_, stop := startRun(t, env)
+	defer stop()
 	wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer wcancel()
 	wait := func(what string, cond func() bool) {
