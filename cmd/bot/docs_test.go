@@ -385,3 +385,12 @@ func lineDiff(got, want string) string {
 	}
 	return b.String()
 }
+
+// TestReadmeFrontDoor: the README stays a front door (the pitch, the
+// picture, the commands, the links); reference text belongs in docs/.
+func TestReadmeFrontDoor(t *testing.T) {
+	const most = 10 << 10
+	if n := len(doc(t, "README.md")); n > most {
+		t.Errorf("README.md is %d bytes, over %d: move reference text into a page under docs/ and link it", n, most)
+	}
+}
