@@ -18,7 +18,7 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/bobbin ./cmd/bot
 
 # The Node variant. stdio servers get only PATH, HOME and their own env
-# (README.md, "MCP config file"); HOME is /tmp and files they keep go to
+# (docs/mcp.md); HOME is /tmp and files they keep go to
 # /data, both writable volumes in docker-compose.yml and deploy/.
 FROM node:22-bookworm-slim AS bobbin-node
 ARG MCP_NPM_PACKAGES="@modelcontextprotocol/server-memory@2026.8.31"

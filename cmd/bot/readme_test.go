@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -13,16 +14,37 @@ import (
 	"github.com/bobbinbot/bobbin/bot"
 )
 
-// The README is the operator's manual; these tests keep the parts that
-// follow from the code in step with it.
+// The README is the front door and docs/ the manual; these tests keep the
+// parts that follow from the code in step with it (docs_test.go: links,
+// the README's commands, the import graph).
 
-func readme(t *testing.T) string {
+// doc is one page of the documentation, by its path from the repository
+// root ("README.md", "docs/operations.md").
+func doc(t *testing.T, name string) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(raw)
+}
+
+// docPages are README.md and every page under docs/, by path from the
+// repository root.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"README.md"}
+	for _, p := range pages {
+		names = append(names, "docs/"+filepath.Base(p))
+	}
+	if len(names) < 10 {
+		t.Fatalf("found %d pages of documentation: the docs/ walk is broken", len(names))
+	}
+	return names
 }
 
 // recordingRegisterer keeps what is registered on it.
@@ -59,24 +81,27 @@ func botMetrics(t *testing.T) []string {
 	return names
 }
 
-// TestReadmeListsEveryMetric: every metric /metrics exports is in the
-// README, and every bobbin_ metric the README mentions (alerts included)
-// exists.
-func TestReadmeListsEveryMetric(t *testing.T) {
-	doc := readme(t)
+// TestDocsListEveryMetric: every metric /metrics exports is in
+// docs/operations.md, and every bobbin_ metric any page mentions (alerts
+// included) exists.
+func TestDocsListEveryMetric(t *testing.T) {
+	const listing = "docs/operations.md"
+	ops := doc(t, listing)
 	names := botMetrics(t)
 	for _, n := range names {
-		if !strings.Contains(doc, "`"+n+"`") && !strings.Contains(doc, "`"+n+"{") {
-			t.Errorf("README.md does not list the metric %s", n)
+		if !strings.Contains(ops, "`"+n+"`") && !strings.Contains(ops, "`"+n+"{") {
+			t.Errorf("%s does not list the metric %s", listing, n)
 		}
 	}
-	for _, m := range regexp.MustCompile(`bobbin_[a-z_]+`).FindAllString(doc, -1) {
-		base := m
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			base = strings.TrimSuffix(base, suffix)
-		}
-		if !slices.Contains(names, base) && !slices.Contains(names, m) {
-			t.Errorf("README.md mentions %s, which the bot does not export", m)
+	for _, page := range docPages(t) {
+		for _, m := range regexp.MustCompile(`bobbin_[a-z_]+`).FindAllString(doc(t, page), -1) {
+			base := m
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				base = strings.TrimSuffix(base, suffix)
+			}
+			if !slices.Contains(names, base) && !slices.Contains(names, m) {
+				t.Errorf("%s mentions %s, which the bot does not export", page, m)
+			}
 		}
 	}
 }
@@ -85,18 +110,23 @@ func TestReadmeListsEveryMetric(t *testing.T) {
 // under a range.
 var bucketRange = regexp.MustCompile(`_bucket(\{[^}]*\})?\[`)
 
-// TestReadmeAlerts: the alert expressions are PromQL that can work:
-// balanced, quantiles over rates of buckets, and Redis's memory alert
-// refers to maxmemory.
-func TestReadmeAlerts(t *testing.T) {
-	doc := readme(t)
-	start := strings.Index(doc, "**Alert on**")
+// TestDocsAlerts: the alert expressions in docs/operations.md are PromQL
+// that can work: balanced, quantiles over rates of buckets, and Redis's
+// memory alert refers to maxmemory.
+func TestDocsAlerts(t *testing.T) {
+	text := doc(t, "docs/operations.md")
+	start := strings.Index(text, "**Alert on**")
 	if start < 0 {
-		t.Fatal("README.md has no Alert on section")
+		t.Fatal("docs/operations.md has no Alert on section")
 	}
-	section := doc[start:]
+	section := text[start:]
 	list := strings.Index(section, "\n- ")
-	section = section[:list+strings.Index(section[list:], "\n\n")]
+	if list < 0 {
+		t.Fatal("docs/operations.md's Alert on section has no list")
+	}
+	if end := strings.Index(section[list:], "\n\n"); end >= 0 {
+		section = section[:list+end]
+	}
 	exprs := regexp.MustCompile("`([^`]*[a-z_]+\\([^`]*)`").FindAllStringSubmatch(section, -1)
 	if len(exprs) < 5 {
 		t.Fatalf("found %d expressions in Alert on", len(exprs))
@@ -118,26 +148,34 @@ func TestReadmeAlerts(t *testing.T) {
 	}
 }
 
-// TestReadmeOnce: text that used to be repeated is said once.
-func TestReadmeOnce(t *testing.T) {
-	doc := readme(t)
+// TestDocsOnce: text that used to be repeated is said once in the whole
+// documentation (README.md and docs/).
+func TestDocsOnce(t *testing.T) {
+	pages := docPages(t)
 	for _, s := range []string{"FAULT <scenario>", "BOBBIN_FAULT_FULL=1", "(replicas + surge) × SOCKET_CONNECTIONS ≤ 10"} {
-		if n := strings.Count(doc, s); n != 1 {
-			t.Errorf("README.md says %q %d times, want once", s, n)
+		var where []string
+		for _, page := range pages {
+			for range strings.Count(doc(t, page), s) {
+				where = append(where, page)
+			}
+		}
+		if len(where) != 1 {
+			t.Errorf("the documentation says %q %d times (%v), want once", s, len(where), where)
 		}
 	}
 }
 
-// TestReadmeConfigurationTable: every variable the bot reads has a row.
-func TestReadmeConfigurationTable(t *testing.T) {
-	doc := readme(t)
+// TestDocsConfigurationTable: every variable the bot reads has a row in
+// docs/configuration.md.
+func TestDocsConfigurationTable(t *testing.T) {
+	text := doc(t, "docs/configuration.md")
 	names := envFields(reflect.TypeFor[config]())
 	for k, v := range envFields(reflect.TypeFor[playgroundConfig]()) {
 		names["playground."+k] = v
 	}
 	for _, name := range names {
-		if !strings.Contains(doc, "| `"+name+"` |") {
-			t.Errorf("README.md's Configuration table has no row for %s", name)
+		if !strings.Contains(text, "| `"+name+"` |") {
+			t.Errorf("docs/configuration.md's table has no row for %s", name)
 		}
 	}
 }
