@@ -2,6 +2,7 @@ package slackemu_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -422,5 +423,85 @@ func TestAgentSessionRateLimit(t *testing.T) {
 	}
 	if limited != 3 {
 		t.Errorf("429s = %d, want 3 (Tier 3, burst 5)", limited)
+	}
+}
+
+// An event type the Slack library does not know reaches the app as
+// Slack sends it: slack-go reports a bad message carrying the raw frame,
+// whose envelope the app can still ack.
+func TestUnknownEventTypeRawOverSocket(t *testing.T) {
+	emu := newEmu(t, fastOpts())
+	c := startSocket(t, emu, false)
+	c.next(t, socketmode.EventTypeHello)
+	env, _ := emu.DeliverEvent(slackemu.TeamID, map[string]any{"type": "message_stream_stopped", "channel": slackemu.ChannelGen, "ts": "1700000000.000100", "event_ts": "1700000000.000200"})
+	ev := c.next(t, socketmode.EventTypeErrorBadMessage, socketmode.EventTypeEventsAPI)
+	t.Logf("slack-go surfaced it as %s", ev.Type)
+	var raw []byte
+	switch ev.Type {
+	case socketmode.EventTypeErrorBadMessage:
+		raw = ev.Data.(*socketmode.ErrorBadMessage).Message
+	default:
+		raw = ev.Request.Payload
+	}
+	var frame struct {
+		EnvelopeID string `json:"envelope_id"`
+		Payload    struct {
+			Event map[string]any `json:"event"`
+		} `json:"payload"`
+		Event map[string]any `json:"event"`
+	}
+	if err := json.Unmarshal(raw, &frame); err != nil {
+		t.Fatalf("raw frame: %v: %s", err, raw)
+	}
+	inner := frame.Payload.Event
+	if inner == nil {
+		inner = frame.Event
+	}
+	if inner["type"] != "message_stream_stopped" || inner["ts"] != "1700000000.000100" {
+		t.Errorf("raw event = %s", raw)
+	}
+	if frame.EnvelopeID != "" && frame.EnvelopeID != env {
+		t.Errorf("envelope id %s, want %s", frame.EnvelopeID, env)
+	}
+	c.ack(t, env, nil)
+	waitFor(t, emu, "ack", func() bool { e, _ := emu.Envelope(env); return e.Acked })
+}
+
+func TestSessionProcessingTimesOut(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{NoRateLimits: true, ProcessingTimeout: 100 * time.Millisecond})
+	api := botClient(emu)
+	root := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "x", "")
+	if _, err := api.SetAgentSessionStatus(slack.AgentSessionSetStatusParameters{Status: "processing", ChannelID: slackemu.ChannelGen, ThreadTS: root.TS}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the processing timeout", func() bool {
+		a, _ := emu.AgentSession(slackemu.ChannelGen, root.TS)
+		return a.Status == "active"
+	})
+	a, _ := emu.AgentSession(slackemu.ChannelGen, root.TS)
+	if last := a.Statuses[len(a.Statuses)-1]; last.Via != "processing_timeout" {
+		t.Errorf("last change = %+v", last)
+	}
+}
+
+func TestAgentSessionsBoundedByJournalLimit(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{NoRateLimits: true, JournalLimit: 10, VersionLimit: 4})
+	api := botClient(emu)
+	var roots []string
+	for i := range 30 {
+		root := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, fmt.Sprint(i), "")
+		roots = append(roots, root.TS)
+		for range 6 {
+			if _, err := api.SetAgentSessionStatus(slack.AgentSessionSetStatusParameters{Status: "processing", ChannelID: slackemu.ChannelGen, ThreadTS: root.TS}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, ok := emu.AgentSession(slackemu.ChannelGen, roots[0]); ok {
+		t.Error("the oldest session was kept past JournalLimit")
+	}
+	a, ok := emu.AgentSession(slackemu.ChannelGen, roots[29])
+	if !ok || len(a.Statuses) != 4 {
+		t.Errorf("newest session: %v, %d statuses (VersionLimit 4)", ok, len(a.Statuses))
 	}
 }
