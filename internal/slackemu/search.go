@@ -53,7 +53,8 @@ func (s *Server) searchLocked() *searchState {
 // channel.
 func (s *Server) actionTokenLocked(team, user, channel, eventTS string) string {
 	st := s.searchLocked()
-	v := fmt.Sprintf("%s.%s.%s", strings.ReplaceAll(eventTS, ".", ""), team, s.newUUIDLocked())
+	// Shaped like Slack's ("10647138185092.960436384805.afce3599").
+	v := fmt.Sprintf("%d.%d.%08x", 1e13+s.rng.Int64N(9e13), 1e11+s.rng.Int64N(9e11), s.rng.Uint32())
 	st.tokens[v] = &actionToken{team: team, user: user, channel: channel, eventTS: eventTS, expires: time.Now().Add(s.opts.ActionTokenTTL)}
 	st.order = append(st.order, v)
 	if len(st.order) > maxActionTokens {
@@ -70,7 +71,9 @@ func (s *Server) actionTokenLocked(team, user, channel, eventTS string) string {
 // addActionTokenLocked puts an action_token on a person's app_mention or
 // message event where Slack does: app_mention, and message events in
 // DMs, group DMs and private channels, or in public channels when the
-// message mentions the bot.
+// message mentions the bot. A DM thread reply also carries it as
+// assistant_thread.action_token, as older payloads do (Slack's Bolt
+// fixtures); the top-level field is the documented one.
 func (s *Server) addActionTokenLocked(m *Message, typ string, ev map[string]any) {
 	if m.BotID != "" || m.User == "" {
 		return
@@ -82,7 +85,11 @@ func (s *Server) addActionTokenLocked(m *Message, typ string, ev map[string]any)
 			return
 		}
 	}
-	ev["action_token"] = s.actionTokenLocked(m.Team, m.User, m.Channel, m.TS)
+	tok := s.actionTokenLocked(m.Team, m.User, m.Channel, m.TS)
+	ev["action_token"] = tok
+	if typ == "message" && c != nil && c.IsIM() && m.ThreadTS != "" {
+		ev["assistant_thread"] = map[string]any{"action_token": tok}
+	}
 }
 
 // ExpireActionToken makes an action token answer invalid_action_token.

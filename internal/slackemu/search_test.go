@@ -2,6 +2,7 @@ package slackemu_test
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"testing"
@@ -262,5 +263,35 @@ func TestActionTokensOnEvents(t *testing.T) {
 		if _, got := ev["action_token"]; got != tc.want {
 			t.Errorf("message in %s %q: action_token present %v, want %v", tc.channel, tc.text, got, tc.want)
 		}
+	}
+}
+
+// A DM thread reply carries the fields of Slack's recorded payload with
+// an action token (bolt-python's fixture), the token both top-level and
+// under assistant_thread.
+func TestActionTokenEventMatchesRecordedPayload(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{NoRateLimits: true})
+	var fixture map[string]struct {
+		Event map[string]any `json:"event"`
+	}
+	readJSON(t, "testdata/events-assistant-thread.json", &fixture)
+	want := fixture["user_message_event_body_with_action_token"].Event
+	sock := startSocket(t, emu, true)
+	root := emu.Message(slackemu.TeamID, slackemu.DMAlice, slackemu.UserAlice, "first", "")
+	sock.nextInner(t, "message")
+	emu.Message(slackemu.TeamID, slackemu.DMAlice, slackemu.UserAlice, "When Slack was released?", root.TS)
+	_, got := sock.nextInner(t, "message")
+	for _, m := range missingKeys(want, got, "") {
+		if m != "user_profile" { // not emulated
+			t.Errorf("field %s missing", m)
+		}
+	}
+	nested, _ := got["assistant_thread"].(map[string]any)
+	tok, _ := got["action_token"].(string)
+	if tok == "" || nested["action_token"] != tok {
+		t.Errorf("tokens: top-level %q, nested %v", tok, nested)
+	}
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9a-f]{8}$`).MatchString(tok) {
+		t.Errorf("token %q is not shaped like Slack's", tok)
 	}
 }
