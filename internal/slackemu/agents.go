@@ -497,7 +497,7 @@ func checkTaskChunk(raw json.RawMessage) (taskChunk, error) {
 	return t, nil
 }
 
-// foldChunksLocked applies task_update and plan_update chunks to a
+// foldChunks applies task_update and plan_update chunks to a
 // message's task cards and plan title.
 func foldChunks(m *Message, chunks []json.RawMessage) {
 	for _, raw := range chunks {
@@ -587,6 +587,9 @@ func (s *Server) ClickFeedback(team, user, channel, messageTS, actionID string, 
 			btn := fb.Negative
 			if positive {
 				btn = fb.Positive
+			}
+			if btn == nil {
+				continue
 			}
 			action := map[string]any{
 				"type": "feedback_buttons", "action_id": fb.ActionID, "block_id": b.BlockID,
