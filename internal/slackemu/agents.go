@@ -684,3 +684,67 @@ func checkTable(b block, chars *int) error {
 	}
 	return nil
 }
+
+// validateError is blocks.validate's invalid_blocks answer with the
+// errors Slack lists (a message and a JSON pointer each).
+type validateError struct{ errs []any }
+
+func (e *validateError) Error() string { return "invalid_blocks" }
+func (e *validateError) fields() map[string]any {
+	return map[string]any{"errors": e.errs}
+}
+
+// blocksValidate is blocks.validate: one of blocks (a message's blocks),
+// message (an object with blocks) or view (a view with up to 100
+// blocks), at most 100 000 characters; invalid_blocks lists the first
+// bad block with its JSON pointer.
+func (s *Server) blocksValidate(r *request) (map[string]any, error) {
+	var raw json.RawMessage
+	pointer, limit := "/blocks", maxBlocks
+	for _, k := range []string{"blocks", "message", "view"} {
+		v, err := r.raw(k)
+		if err != nil {
+			return nil, apiError("invalid_json")
+		}
+		if v == nil {
+			continue
+		}
+		if len(v) > 100000 {
+			return nil, apiError("invalid_arguments")
+		}
+		raw = v
+		if k != "blocks" {
+			var obj struct {
+				Blocks json.RawMessage `json:"blocks"`
+			}
+			if json.Unmarshal(v, &obj) != nil {
+				return nil, apiError("invalid_json")
+			}
+			raw = obj.Blocks
+			if k == "view" {
+				limit = maxViewBlocks
+			}
+		}
+		break
+	}
+	if raw == nil {
+		return nil, apiError("invalid_arguments")
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, &validateError{errs: []any{map[string]any{"message": "must be an array", "pointer": pointer}}}
+	}
+	if len(items) > limit {
+		return nil, &validateError{errs: []any{map[string]any{"message": fmt.Sprintf("must contain at most %d items", limit), "pointer": pointer}}}
+	}
+	if _, err := parseBlocksMax(raw, "invalid_blocks", limit); err == nil {
+		return map[string]any{}, nil
+	}
+	for i := range items {
+		if _, err := parseBlocksMax(json.RawMessage("["+string(items[i])+"]"), "invalid_blocks", limit); err != nil {
+			return nil, &validateError{errs: []any{map[string]any{"message": "invalid block", "pointer": fmt.Sprintf("%s/%d", pointer, i)}}}
+		}
+	}
+	// Only the blocks together are too large (markdown, table text).
+	return nil, &validateError{errs: []any{map[string]any{"message": "too much text", "pointer": pointer}}}
+}

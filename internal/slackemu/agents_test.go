@@ -505,3 +505,18 @@ func TestAgentSessionsBoundedByJournalLimit(t *testing.T) {
 		t.Errorf("newest session: %v, %d statuses (VersionLimit 4)", ok, len(a.Statuses))
 	}
 }
+
+func TestBlocksValidate(t *testing.T) {
+	emu := newEmu(t, slackemu.Options{NoRateLimits: true})
+	if out := callRaw(t, emu, "blocks.validate", slackemu.BotToken, url.Values{"blocks": {`[{"type":"markdown","text":"| a |\n|---|\n| 1 |"},{"type":"table","rows":[[{"type":"raw_text","text":"a"}]]}]`}}); out["ok"] != true {
+		t.Errorf("valid blocks: %v", out)
+	}
+	out := callRaw(t, emu, "blocks.validate", slackemu.BotToken, url.Values{"blocks": {`[{"type":"divider"},{"type":"context_actions","elements":[{"type":"icon_button","icon":"star","text":{"type":"plain_text","text":"x"}}]}]`}})
+	errs, _ := out["errors"].([]any)
+	if out["error"] != "invalid_blocks" || len(errs) != 1 || errs[0].(map[string]any)["pointer"] != "/blocks/1" {
+		t.Errorf("invalid blocks: %v", out)
+	}
+	if out := callRaw(t, emu, "blocks.validate", slackemu.BotToken, url.Values{"view": {`{"type":"modal","blocks":[{"type":"divider"}]}`}}); out["ok"] != true {
+		t.Errorf("view: %v", out)
+	}
+}

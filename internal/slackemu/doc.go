@@ -63,7 +63,7 @@
 //     Slack's Stop (agent_session_stopped, appends then stopped_by_user),
 //     retitles, the Messages tab (app_home_opened tab "messages",
 //     app_context_changed), context_actions / feedback_buttons,
-//     markdown and table blocks.
+//     markdown and table blocks, blocks.validate.
 //   - Slack as context (search.go): assistant.search.context with
 //     action tokens on events and per-person visibility,
 //     assistant.search.info, conversations.history, non-Marketplace

@@ -260,6 +260,7 @@ func methodTable() map[string]handlerFunc {
 		"conversations.history":                 (*Server).conversationsHistory,
 		"agents.sessions.setStatus":             (*Server).agentsSessionsSetStatus,
 		"agents.sessions.rename":                (*Server).agentsSessionsRename,
+		"blocks.validate":                       (*Server).blocksValidate,
 		"assistant.search.context":              (*Server).assistantSearchContext,
 		"assistant.search.info":                 (*Server).assistantSearchInfo,
 		"reactions.add":                         (*Server).reactionsAdd,
