@@ -5,7 +5,8 @@
 // approvals, per-workspace MCP registrations with encrypted secrets,
 // tool-definition pins, shared rate budgets, a bounded audit stream, and
 // the sealed Slack installations of a multi-workspace deployment with the
-// clean-up of uninstalled workspaces.
+// clean-up of uninstalled workspaces, and a sealed per-thread cache of the
+// messages the bot received (ThreadCache).
 //
 // It is the only package that imports go-redis and it owns every Redis key.
 // With an empty URL the store runs an in-process Redis (miniredis): state
@@ -25,6 +26,8 @@
 //	P:{t:…}:queue      payloads that arrived mid-turn               TTL SessionTTL, ≤ MaxQueue
 //	P:{t:…}:grants     set of tools allowed for the session         TTL SessionTTL
 //	P:{t:…}:approvals  set of approval ids of the thread            TTL ≥ SessionTTL
+//	P:{t:…}:cache      hash ts → sealed received message ("x": deleted) TTL ThreadCacheOptions.TTL (SessionTTL), ≤ MaxMessages, MaxBytes
+//	P:{t:…}:cache:order zset of the cached ts; …:cache:meta coverage  same TTL (threadcache.go)
 //	P:active           zset of threads with a lease (score = token) TTL SessionTTL, pruned by Orphans
 //	P:{w:T}:dedupe:…   event and message identities                 TTL DedupeTTL (≥ 24 h)
 //	P:{w:T}:mcp        hash server name → registration (sealed)     ≤ MaxRegistrations

@@ -10,6 +10,20 @@
 // test_user query parameter (a test's stand-in for logging in) and
 // redirects with code, state and iss.
 //
+// Options.Slack makes it behave like Slack's MCP server
+// (mcp.slack.com, reference slack-agents-2026.md §7) instead: no dynamic
+// client registration (no registration_endpoint, /register answers 404),
+// one pre-registered confidential client (Options.ClientID and
+// ClientSecret, client_secret_post only), PKCE S256, an explicit scope
+// required at /oauth/v2_user/authorize, user tokens ("xoxp-canary-…")
+// from /api/oauth.v2.user.access with Slack's {"ok":…} answers, and the
+// discovery quirk: the path-aware
+// /.well-known/oauth-protected-resource/mcp answers 302 (to an HTML
+// page), while the bare-origin /.well-known/oauth-protected-resource and
+// the resource_metadata of the 401's WWW-Authenticate header work.
+// SetMCPEnabled(false) makes every MCP call answer Slack's -32600 "App is
+// not enabled for Slack MCP server access" after a successful OAuth.
+//
 // It is imported only from tests (mcp, bot).
 package oauthtest
 
@@ -43,6 +57,14 @@ type Options struct {
 	NoRevocation bool
 	// Tools adds tools to the MCP server besides whoami.
 	Tools func(s *mcp.Server)
+
+	// Slack behaves like Slack's MCP server (see the package doc).
+	Slack bool
+	// ClientID and ClientSecret are the pre-registered client with Slack
+	// [client id "1111.2222", secret "canary-client-secret"];
+	// RedirectURIs its Redirect URLs (empty: any).
+	ClientID, ClientSecret string
+	RedirectURIs           []string
 }
 
 // Server is a running authorization server plus protected MCP server.
@@ -59,11 +81,18 @@ type Server struct {
 	refresh  map[string]refreshToken
 	stats    Stats
 	requests []url.Values
+	// mcpOff: Slack's MCP toggle is off for the app.
+	mcpOff bool
 }
 
 // Stats counts what the authorization server saw.
 type Stats struct {
 	Registrations, Authorizations, CodeExchanges, Refreshes, RefreshReuse, Revocations int
+	// PathAwareDiscoveries counts requests to the path-aware protected
+	// resource metadata URL (Slack mode answers them 302); AuthorizeRefusals
+	// counts authorization requests refused (Slack mode: no scope, unknown
+	// client, no PKCE).
+	PathAwareDiscoveries, AuthorizeRefusals int
 	// RefreshResources lists the resource parameter of each refresh.
 	RefreshResources []string
 }
@@ -109,6 +138,11 @@ func New(t interface {
 	s.Issuer = s.srv.URL
 	s.URL = s.srv.URL + "/mcp"
 
+	if opts.Slack {
+		s.slackRoutes(mux)
+		s.mountMCP(t, mux, s.srv.URL+"/.well-known/oauth-protected-resource")
+		return s
+	}
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
 	mux.HandleFunc("POST /register", s.register)
 	mux.HandleFunc("GET /authorize", s.authorize)
@@ -118,6 +152,13 @@ func New(t interface {
 		ScopesSupported: opts.Scopes, BearerMethodsSupported: []string{"header"}}
 	mux.Handle("GET /.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(prm))
 
+	s.mountMCP(t, mux, s.srv.URL+"/.well-known/oauth-protected-resource/mcp")
+	return s
+}
+
+// mountMCP serves the MCP server at /mcp behind the bearer check.
+func (s *Server) mountMCP(t interface{ Cleanup(func()) }, mux *http.ServeMux, resourceMetadata string) {
+	opts := s.opts
 	ms := mcp.NewServer(&mcp.Implementation{Name: "oauthtest", Version: "0.0.1"}, nil)
 	mcp.AddTool(ms, &mcp.Tool{Name: "whoami", Description: "Say whose token this is"},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -139,9 +180,12 @@ func New(t interface {
 			_ = ss.Close()
 		}
 	})
+	var inner http.Handler = h
+	if opts.Slack {
+		inner = s.slackGate(h)
+	}
 	mux.Handle("/mcp", auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: s.srv.URL + "/.well-known/oauth-protected-resource/mcp"})(h))
-	return s
+		ResourceMetadataURL: resourceMetadata})(inner))
 }
 
 func random(prefix string) string {

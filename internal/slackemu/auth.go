@@ -40,6 +40,7 @@ var (
 	userTokenMethods = map[string]bool{
 		"auth.test": true, "auth.revoke": true, "team.info": true, "users.info": true, "conversations.info": true,
 		"conversations.replies": true, "files.info": true, "usergroups.users.list": true,
+		"conversations.history": true, "assistant.search.context": true, "assistant.search.info": true,
 	}
 )
 
@@ -53,6 +54,8 @@ var methodScopes = map[string][]string{
 	"assistant.threads.setTitle": {"assistant:write"}, "users.info": {"users:read"}, "team.info": {"team:read"},
 	"files.info": {"files:read"}, "usergroups.users.list": {"usergroups:read"},
 	"files.getUploadURLExternal": {"files:write"}, "files.completeUploadExternal": {"files:write"},
+	"agents.sessions.setStatus": {"chat:write"}, "agents.sessions.rename": {"chat:write"},
+	"assistant.search.context": {"search:read.public"}, "assistant.search.info": {"search:read.public"},
 }
 
 // scopeError is Slack's missing_scope answer, which names the scope needed

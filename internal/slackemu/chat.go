@@ -40,14 +40,15 @@ func truncateRunes(s string, n int) string {
 
 // block is the part of a Block Kit block the emulator inspects.
 type block struct {
-	Type      string            `json:"type"`
-	BlockID   string            `json:"block_id"`
-	Text      json.RawMessage   `json:"text"`
-	Elements  []json.RawMessage `json:"elements"`
-	Accessory json.RawMessage   `json:"accessory"`
-	Fields    []textObject      `json:"fields"`
-	Element   json.RawMessage   `json:"element"`
-	Label     json.RawMessage   `json:"label"`
+	Type      string              `json:"type"`
+	BlockID   string              `json:"block_id"`
+	Text      json.RawMessage     `json:"text"`
+	Elements  []json.RawMessage   `json:"elements"`
+	Accessory json.RawMessage     `json:"accessory"`
+	Fields    []textObject        `json:"fields"`
+	Element   json.RawMessage     `json:"element"`
+	Label     json.RawMessage     `json:"label"`
+	Rows      [][]json.RawMessage `json:"rows"`
 }
 
 type textObject struct {
@@ -88,9 +89,25 @@ func parseBlocksMax(raw json.RawMessage, tooMany string, limit int) ([]block, er
 	if len(bs) > limit {
 		return nil, apiError(tooMany)
 	}
+	markdown, tableChars := 0, 0
 	for _, b := range bs {
 		t := textOf(b.Text)
+		if b.Type == "markdown" {
+			markdown += runes(t)
+		}
+		switch b.Type {
+		case "context_actions":
+			if err := checkContextActions(b); err != nil {
+				return nil, err
+			}
+		case "table":
+			if err := checkTable(b, &tableChars); err != nil {
+				return nil, err
+			}
+		}
 		switch {
+		case markdown > maxMarkdownText:
+			return nil, apiError("invalid_blocks")
 		case b.Type == "":
 			return nil, apiError("invalid_blocks")
 		case b.Type == "section" && runes(t) > maxSectionText:
@@ -383,6 +400,15 @@ func (s *Server) assistantSetPrompts(r *request) (map[string]any, error) {
 		return nil, apiError("invalid_arguments")
 	}
 	st.Prompts = p
+	if s.opts.AgentView {
+		var list []json.RawMessage
+		if json.Unmarshal(p, &list) != nil || len(list) > 4 {
+			return nil, apiError("invalid_arguments")
+		}
+		// "including it in a call for an agent app will cause the call to
+		// silently fail"
+		st.Ignored = st.ThreadTS != ""
+	}
 	return s.addStatusLocked(r, st)
 }
 
@@ -396,6 +422,7 @@ func (s *Server) addStatusLocked(r *request, st AssistantStatus) (map[string]any
 		return nil, apiError("channel_not_found")
 	}
 	s.statuses = cappedAppend(s, s.statuses, st)
+	s.bridgeAssistantLocked(st)
 	s.changedLocked()
 	return map[string]any{}, nil
 }

@@ -55,6 +55,19 @@
 //   - App Home (home.go) and shortcuts (shortcuts.go): views.publish with
 //     hash, 100 blocks, view_too_large, not_enabled; app_home_opened;
 //     message_action and shortcut envelopes for installing teams only.
+//   - Agent platform (agents.go): agents.sessions.setStatus / rename
+//     (sessions made by streams and bridged from assistant.threads.*,
+//     the 1 h processing timeout, a per-workspace refusal switch),
+//     task_update / plan_update chunks folded into task cards,
+//     chat.stopStream session_status, streams that time out on their own,
+//     Slack's Stop (agent_session_stopped, appends then stopped_by_user),
+//     retitles, the Messages tab (app_home_opened tab "messages",
+//     app_context_changed), context_actions / feedback_buttons,
+//     markdown and table blocks, blocks.validate.
+//   - Slack as context (search.go): assistant.search.context with
+//     action tokens on events and per-person visibility,
+//     assistant.search.info, conversations.history, non-Marketplace
+//     history limits per workspace.
 //   - Scopes: tokens with a scope list (OAuth installs, Team.Scopes) get
 //     missing_scope (with needed and provided) where Slack requires one.
 //
@@ -83,7 +96,9 @@
 // GlobalShortcut, ClickHome, ClickView, SubmitViewInputs (a view_submission
 // with every input in its element's shape, pre-filled values included) (returning an *Interaction whose
 // Wait gives the decoded ack; Interaction.URL for URL buttons); OpenHome
-// (app_home_opened); PostUserMessage (store only); DeliverEvent and
+// (app_home_opened); OpenMessagesTab, ChangeAppContext,
+// StopAgentSession, RetitleAgentSession, ClickFeedback (agent view);
+// PostUserMessage (store only); DeliverEvent and
 // DeliverEnvelope for hand-made payloads.
 //
 // Installing, as an admin would: the bot's install page sends the browser
@@ -91,7 +106,8 @@
 // deny); Install skips the browser; Uninstall, ExpireToken, RevokeToken.
 // AddTeam, AddUser, AddChannel, AddUsergroup, SetUsergroupMembers,
 // SetUsergroupDisabled, SetFreePlan, SetBotMember, SetNonMarketplace and
-// SetHomeTabEnabled change the world at run time.
+// SetHomeTabEnabled change the world at run time; SetAgentSessionsRefused,
+// SetSearchDisabled, SetNonMarketplaceTeam and ExpireActionToken too.
 //
 // Asserting: Messages, MessageAt, Thread, BotReplies, History (every
 // version of a message: Version.Visible is what a person reads),
@@ -99,6 +115,7 @@
 // and response_url call), RateLimited, Envelopes, Envelope, WaitAck, Acks,
 // AckStats (p50/p99 ack latency), Failures (interactions Slack gave up on,
 // exhausted event retries), Connections, ClosedConnections, ConnStats;
+// AgentSession, SessionStatuses, TaskCards, Searches;
 // FileInfo and Downloads (every file-host request), Installations,
 // TokenExpiry, HomeView, Usergroups.
 //

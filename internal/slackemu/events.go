@@ -133,6 +133,7 @@ func (s *Server) userEventLocked(m *Message, typ string) map[string]any {
 	if m.Subtype != "" {
 		ev["subtype"] = m.Subtype
 	}
+	s.addActionTokenLocked(m, typ, ev)
 	if m.BotID != "" {
 		delete(ev, "client_msg_id")
 		ev["bot_id"] = m.BotID

@@ -26,6 +26,14 @@ func MoreRateLimits() map[string]RateLimit {
 		"auth.revoke":                    tier(Tier3, 20),
 		"files.getUploadURLExternal":     tier(Tier4, 50),
 		"files.completeUploadExternal":   tier(Tier4, 50),
+		// The agent platform and the Real-time Search API (conservative
+		// bursts, as in DefaultRateLimits): sessions Tier 3; search is
+		// "special" in Slack's method JSON (an older page said Tier 4),
+		// taken as Tier 3; search.info Tier 2.
+		"agents.sessions.setStatus": tier(Tier3, 5),
+		"agents.sessions.rename":    tier(Tier3, 5),
+		"assistant.search.context":  tier(Tier3, 5),
+		"assistant.search.info":     tier(Tier2, 3),
 	}
 }
 
@@ -41,7 +49,7 @@ const (
 // conversations.replies limit when that mode is on, else the method's
 // buckets.
 func (s *Server) methodLimitLocked(r *request) (time.Duration, bool) {
-	if r.method == "conversations.replies" && s.opts.NonMarketplace {
+	if (r.method == "conversations.replies" || r.method == "conversations.history") && s.nonMarketplaceLocked(r) {
 		team := "app"
 		if r.team != nil {
 			team = r.team.ID

@@ -61,7 +61,7 @@ func (s *Server) conversationsReplies(r *request) (map[string]any, error) {
 		inclusive = *b
 	}
 	maxLimit := 1000
-	if s.opts.NonMarketplace {
+	if s.nonMarketplaceLocked(r) {
 		maxLimit = nonMarketplaceRepliesPage
 	}
 	limit := maxLimit

@@ -53,6 +53,23 @@ type Options struct {
 	// StreamLifetime is how long after chat.startStream a stream accepts
 	// appends (default 5 min × TimeScale).
 	StreamLifetime time.Duration
+	// ProcessingTimeout is how long an agent session stays "processing"
+	// without a new setStatus before Slack makes it "active" (default
+	// 1 h × TimeScale).
+	ProcessingTimeout time.Duration
+	// NoAgentStopSubscription makes agents.sessions.setStatus warn
+	// missing_agent_session_stopped_event_subscription, as for an app not
+	// subscribed to agent_session_stopped.
+	NoAgentStopSubscription bool
+	// AgentView is an app with features.agent_view: suggested prompts are
+	// tab-level (assistant.threads.setSuggestedPrompts with thread_ts
+	// silently does nothing; at most 4 prompts).
+	AgentView bool
+	// ActionTokenTTL is how long an event's action_token is accepted by
+	// assistant.search.context (default 5 min × TimeScale; Slack says
+	// "short-lived").
+	ActionTokenTTL time.Duration
+
 	// TriggerTTL is a trigger_id's life (default 3 s × TimeScale).
 	TriggerTTL time.Duration
 	// ResponseURLTTL is a response_url's life (default 30 min × TimeScale);
@@ -169,6 +186,11 @@ type Channel struct {
 	Private   bool
 	IMUser    string // for a DM: the human on the other side
 	BotMember bool   // the bot is in the channel (DMs: always)
+	// Members are the people in the channel, for what each may see
+	// (assistant.search.context): a private channel is visible to its
+	// members only; a public one to every full member of its workspace
+	// and to the guests listed here.
+	Members []string
 	// SharedTeams makes it a Slack Connect channel: these other workspaces
 	// share it (same id), and their tokens may use it.
 	SharedTeams []string
@@ -313,6 +335,9 @@ type Server struct {
 	uploads   map[string]*pendingUpload
 	callSeq   uint64 // last Call.Seq
 	issued    int    // credentials issued, for the periodic sweep (retention.go)
+
+	agent  *agentState  // agents.go
+	search *searchState // search.go
 }
 
 type teamState struct {
@@ -341,6 +366,7 @@ func New(opts Options) *Server {
 	opts.TicketTTL = cmp.Or(opts.TicketTTL, 30*time.Second)
 	opts.StreamLifetime = cmp.Or(opts.StreamLifetime, scale(5*time.Minute))
 	opts.TriggerTTL = cmp.Or(opts.TriggerTTL, scale(3*time.Second))
+	opts.ActionTokenTTL = cmp.Or(opts.ActionTokenTTL, scale(5*time.Minute))
 	opts.ResponseURLTTL = cmp.Or(opts.ResponseURLTTL, scale(30*time.Minute))
 	if opts.Teams == nil {
 		opts.Teams = DefaultTeams()

@@ -33,6 +33,12 @@ type Message struct {
 	// Chunks are the non-text stream chunks received (task_update,
 	// plan_update, blocks), in order.
 	Chunks []json.RawMessage
+	// PlanTitle is the stream's plan title (plan_update chunks);
+	// TaskDisplayMode its chat.startStream task_display_mode. TaskCards
+	// has the task cards.
+	PlanTitle       string
+	TaskDisplayMode string
+	tasks           []TaskCard
 	// UnfurlLinks / UnfurlMedia are the flags the post carried (nil when
 	// absent; Slack's default then is to unfurl).
 	UnfurlLinks *bool
@@ -43,7 +49,7 @@ type Message struct {
 	// Streaming is true between chat.startStream and chat.stopStream (or
 	// the stream's expiry).
 	Streaming   bool
-	StreamEnded string // "stopped", "expired" or "" while streaming/never
+	StreamEnded string // "stopped", "expired", "stopped_by_user" or "" while streaming/never
 	Deleted     bool
 	Edited      bool
 	// Reactions maps emoji names to the users who added them, in order.
@@ -124,6 +130,9 @@ type AssistantStatus struct {
 	Loading  []string
 	Title    string
 	Prompts  json.RawMessage
+	// Ignored is set for a call Slack accepts but does nothing with
+	// (setSuggestedPrompts with thread_ts under Options.AgentView).
+	Ignored bool
 }
 
 func msgKey(channel, ts string) string { return channel + "/" + ts }

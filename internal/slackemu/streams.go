@@ -33,7 +33,15 @@ func readChunks(r *request) (text string, others []json.RawMessage, present bool
 		switch c.Type {
 		case "markdown_text":
 			text += c.Text
-		case "task_update", "plan_update":
+		case "task_update":
+			if _, err := checkTaskChunk(it); err != nil {
+				return "", nil, false, err
+			}
+			others = append(others, it)
+		case "plan_update":
+			if c.Text != "" || runes(planTitle(it)) == 0 || runes(planTitle(it)) > maxTaskChunkText {
+				return "", nil, false, apiError("invalid_chunks")
+			}
 			others = append(others, it)
 		case "blocks":
 			if _, err := parseBlocks(c.Blocks, "invalid_blocks"); err != nil {
@@ -47,13 +55,32 @@ func readChunks(r *request) (text string, others []json.RawMessage, present bool
 	return text, others, true, nil
 }
 
+func planTitle(raw json.RawMessage) string {
+	var p struct {
+		Title string `json:"title"`
+	}
+	_ = json.Unmarshal(raw, &p)
+	return p.Title
+}
+
 // expireStreamLocked ends a stream past its lifetime.
 func (s *Server) expireStreamLocked(m *Message) {
-	if m.Streaming && time.Since(m.streamStart) > s.opts.StreamLifetime {
-		m.Streaming = false
-		m.StreamEnded = "expired"
-		s.changedLocked()
+	if m.Streaming && time.Since(m.streamStart) >= s.opts.StreamLifetime {
+		s.endExpiredLocked(m)
 	}
+}
+
+// endExpiredLocked times a stream out: its session becomes active, as
+// Slack does for a timed-out stream.
+func (s *Server) endExpiredLocked(m *Message) {
+	m.Streaming = false
+	m.StreamEnded = "expired"
+	if m.ThreadTS != "" {
+		if a := s.sessionLocked(m.Team, m.Channel, m.ThreadTS, false, "", ""); a != nil {
+			s.setSessionStatusLocked(a, SessionActive, "stream_expired")
+		}
+	}
+	s.changedLocked()
 }
 
 // ExpireStream ends a stream now, as if its lifetime had passed.
@@ -61,9 +88,7 @@ func (s *Server) ExpireStream(channel, ts string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m := s.msgs[msgKey(channel, ts)]; m != nil && m.Streaming {
-		m.Streaming = false
-		m.StreamEnded = "expired"
-		s.changedLocked()
+		s.endExpiredLocked(m)
 	}
 }
 
@@ -88,15 +113,33 @@ func (s *Server) chatStartStream(r *request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode := r.str("task_display_mode")
+	if mode != "" && mode != "timeline" && mode != "plan" {
+		return nil, apiError("invalid_arguments")
+	}
 	m := &Message{
-		Team: r.team.ID, Channel: ch.ID, TS: s.newTSLocked(), ThreadTS: r.str("thread_ts"),
+		Team: r.team.ID, Channel: ch.ID, TS: s.newTSLocked(), ThreadTS: r.str("thread_ts"), TaskDisplayMode: mode,
 		User: r.botUser(), BotID: r.botID(), MarkdownText: md + ctext, Chunks: others,
 		Streaming: true, streamStart: time.Now(), Via: "chat.startStream",
 		RecipientTeam: r.str("recipient_team_id"), RecipientUser: r.str("recipient_user_id"),
 		UnfurlLinks: r.boolArg("unfurl_links"), UnfurlMedia: r.boolArg("unfurl_media"),
 	}
+	foldChunks(m, others)
 	s.recordVersionLocked(m, r.method)
 	s.putMessageLocked(m)
+	if m.ThreadTS != "" {
+		// A stream makes the thread's session (initiator: the root's
+		// author) and sets it processing.
+		a := s.sessionLocked(m.Team, ch.ID, m.ThreadTS, true, "", "")
+		s.setSessionStatusLocked(a, SessionProcessing, r.method)
+	}
+	s.afterLocked(s.opts.StreamLifetime, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if m.Streaming {
+			s.endExpiredLocked(m)
+		}
+	})
 	return map[string]any{"channel": ch.ID, "ts": m.TS}, nil
 }
 
@@ -108,6 +151,9 @@ func (s *Server) streamLocked(r *request) (*Message, error) {
 	}
 	s.expireStreamLocked(m)
 	if !m.Streaming {
+		if m.StreamEnded == "stopped_by_user" && r.method == "chat.appendStream" {
+			return nil, apiError("stopped_by_user")
+		}
 		return nil, apiError("message_not_in_streaming_state")
 	}
 	return m, nil
@@ -131,6 +177,7 @@ func (s *Server) chatAppendStream(r *request) (map[string]any, error) {
 	}
 	m.MarkdownText += md + ctext
 	m.Chunks = append(m.Chunks, others...)
+	foldChunks(m, others)
 	s.recordVersionLocked(m, r.method)
 	return map[string]any{"channel": m.Channel, "ts": m.TS}, nil
 }
@@ -159,8 +206,20 @@ func (s *Server) chatStopStream(r *request) (map[string]any, error) {
 	if err != nil {
 		return nil, apiError("invalid_metadata_format")
 	}
+	status := r.str("session_status")
+	if status == "" {
+		status = SessionActive
+	}
+	if !validSessionStatus(status) {
+		return nil, apiError("invalid_arguments")
+	}
 	m.MarkdownText += md + ctext
 	m.Chunks = append(m.Chunks, others...)
+	foldChunks(m, others)
+	if m.ThreadTS != "" {
+		a := s.sessionLocked(m.Team, m.Channel, m.ThreadTS, true, "", "")
+		s.setSessionStatusLocked(a, status, r.method)
+	}
 	if blocks != nil {
 		m.Blocks = blocks
 	}
