@@ -97,6 +97,8 @@ type dialParams struct {
 	// elicit answers elicitation requests (nil: the capability is not
 	// declared).
 	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// builtin is the in-process server of a builtin mount.
+	builtin *mcp.Server
 }
 
 func (p *dialParams) client() *mcp.Client {
@@ -176,6 +178,9 @@ var legacyOnly = &mcp.ClientSessionOptions{ProtocolVersion: EraLegacy}
 func dial(ctx context.Context, p *dialParams) (*conn, error) {
 	if len(p.cfg.Command) > 0 {
 		return dialStdio(ctx, p)
+	}
+	if p.cfg.Builtin != "" {
+		return dialBuiltin(ctx, p)
 	}
 	c, err := dialHTTP(ctx, p)
 	return c, redactErr(err)

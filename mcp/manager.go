@@ -445,6 +445,9 @@ func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStat
 		}
 		if st.Transport == "" {
 			st.Transport = transportStdio
+			if mt.cfg.Builtin != "" {
+				st.Transport = transportBuiltin
+			}
 			if mt.cfg.URL != "" {
 				st.Transport = cmp.Or(mt.cfg.Transport, transportStreamable)
 			}

@@ -61,6 +61,9 @@ type mount struct {
 	// so that nothing reads a stale copy (setScope, scopeNow).
 	scope   Scope
 	handler *oauthHandler
+	// builtin is the in-process server of a builtin mount, made on the
+	// first connect and kept (with its state) across reconnects.
+	builtin *mcp.Server
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -149,6 +152,12 @@ func (mt *mount) connLocked(ctx context.Context, wait bool) (*conn, error) {
 		probeTimeout: mt.m.opts.ProbeTimeout, maxMessage: mt.m.opts.MaxMessageBytes,
 		era: mt.era, transport: mt.transport, onToolsChanged: mt.toolsChanged,
 		elicit: mt.elicitHandler(),
+	}
+	if mt.cfg.Builtin != "" {
+		if mt.builtin == nil {
+			mt.builtin, _ = newBuiltinServer(mt.cfg.Builtin) // nil for an unknown kind: dial says so
+		}
+		p.builtin = mt.builtin
 	}
 	principal := mt.principal
 	mt.mu.Unlock()

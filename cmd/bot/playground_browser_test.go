@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +11,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The playground in a real browser: Debian's chromium, driven by
-// chromedp, against `bot playground` with the demo model and an MCP
-// server named memory. One browser and one playground serve every
-// scenario, in order.
+// chromedp, against a fresh `bot playground` (no settings: the demo
+// model and the built-in demo notes server). One browser and one
+// playground serve every scenario, in order.
 
 // findChromium returns a Chromium or Chrome binary on PATH, "" if none.
 func findChromium() string {
@@ -29,24 +26,6 @@ func findChromium() string {
 		}
 	}
 	return ""
-}
-
-// memoryMCP is a small MCP server named like the reference memory server,
-// over streamable HTTP on 127.0.0.1, with a read-only read_graph.
-func memoryMCP(t *testing.T) string {
-	t.Helper()
-	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "memory", Version: "1.0.0"}, nil)
-	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "read_graph", Description: "Read the whole knowledge graph",
-		Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
-		func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
-			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{
-				Text: `{"entities":[{"name":"playground","entityType":"demo","observations":["graph-answer-4711"]}],"relations":[]}`}}}, nil, nil
-		})
-	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
-		&mcpsdk.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
 }
 
 // outputDir is where the screenshot goes: $TEST_OUTPUT_DIR, else the
@@ -71,15 +50,10 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	start := time.Now()
 
-	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
-	if err := os.WriteFile(cfg, []byte("servers:\n  - name: memory\n    url: "+memoryMCP(t)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	addr := freeAddr(t)
 	env := map[string]string{
 		"PLAYGROUND_ADDR":      addr,
 		"REDIS_URL":            os.Getenv("REDIS_URL"),
-		"MCP_CONFIG":           cfg,
 		"STREAM_EDIT_INTERVAL": "150ms",
 		"SHUTDOWN_GRACE":       "3s",
 	}
@@ -126,6 +100,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	b.do("open the page", chromedp.Navigate("http://"+addr+"/#as=U0ALICE&c=C0GENERAL"), chromedp.WaitVisible(chromedp.ID("composer-text")))
 	b.wait("the bot connects", `document.getElementById('conn').textContent.includes('is connected')`)
 	b.do("mention the bot", chromedp.SendKeys(chromedp.ID("composer-text"), "@bobbin hello from the browser <img src=x onerror=alert(1)>"+kb.Enter))
+	mentioned := time.Now()
 	b.wait("the reply thread", `[...document.querySelectorAll('#messages .link-btn')].some(b => /repl/.test(b.textContent))`)
 	b.do("open the thread", chromedp.Click(`//ol[@id='messages']//button[contains(., 'repl')]`))
 	// Sample the bot's first message as it grows.
@@ -165,7 +140,9 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	b.do("alice opens the thread", chromedp.Click(`//ol[@id='messages']//button[contains(., 'repl')]`))
 	b.wait("alice sees the prompt and no refusal", `[...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Allow once') && !document.querySelector('#thread-messages .msg.ephemeral')`)
 	b.do("alice clicks Allow once", chromedp.Click(`//ol[@id='thread-messages']//button[normalize-space()='Allow once']`))
-	b.wait("the tool result", `document.getElementById('thread-messages').textContent.includes('graph-answer-4711')`)
+	b.wait("the tool result", `document.getElementById('thread-messages').textContent.includes('Saved note 1:')`)
+	toResult := time.Since(mentioned)
+	t.Logf("from the mention to the tool result: %s (two people's clicks included)", toResult.Round(time.Millisecond))
 	b.wait("the answer completes", `!document.querySelector('#thread-messages .msg.streaming') && ![...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Stop')`)
 	shot := runTab[[]byte](b, "screenshot the thread", chromedp.FullScreenshot(100))
 	shotPath := filepath.Join(outputDir(t), "playground-thread.png")
@@ -176,7 +153,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 
 	// 4. /bobbin mcp list answers only the person who typed it.
 	b.do("mcp list", chromedp.SendKeys(chromedp.ID("composer-text"), "/bobbin mcp list"+kb.Enter))
-	b.wait("the list", `[...document.querySelectorAll('#messages .msg.ephemeral')].some(m => m.textContent.includes('memory'))`)
+	b.wait("the list", `[...document.querySelectorAll('#messages .msg.ephemeral')].some(m => m.textContent.includes('demo'))`)
 
 	// 5. An admin opens the add-server form and submits a bad name: the
 	// error shows under the field and the form stays open with what was
