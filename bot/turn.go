@@ -311,7 +311,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		// Another replica has the thread now; it finishes the answer.
 	default:
 		log.Error("bot: turn failed", "err", runErr, "outcome", res.Outcome.String())
-		footer = "_Sorry, something went wrong while I was answering. Please try again._"
+		footer = failureFooter(runErr)
 	}
 	r.finish(fctx, res.Text, footer)
 
