@@ -137,7 +137,9 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		})
 	}
 
+	endWait := b.waits.waiting("approval of " + req.Hints.Server + "/" + req.Hints.Tool + " by " + a.requester + " in " + k.Channel)
 	got, err := cs.WaitApproval(ctx, ap.ID)
+	endWait()
 	if err != nil {
 		if ctx.Err() != nil {
 			return agent.Deny, a.abandon(ctx, ap, p)

@@ -273,6 +273,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		meta.Updated = b.opts.Now()
 		return b.store.SaveMeta(ctx, k, fence, meta)
 	}
+	endTurn := b.waits.turn()
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
 		System:      meta.System,
 		History:     history,
@@ -286,6 +287,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		Calibration: meta.Calibration,
 		Anchor:      anchor,
 	})
+	endTurn()
 
 	// The final text must arrive even when the turn was cancelled.
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)

@@ -164,24 +164,40 @@ func runPlayground(ctx context.Context, getenv func(string) string, stdout, stde
 		<-served
 	}()
 
-	fmt.Fprintf(stdout, "Bobbin playground: open http://%s/ in your browser (Ctrl-C to stop).\n", browserAddr(ln.Addr()))
-	if info.Demo {
-		fmt.Fprintln(stdout, "Model: the demo model, a short script (set LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL for a real one).")
-	} else {
-		fmt.Fprintf(stdout, "Model: %s, %s.\n", info.Name, info.Endpoint)
-	}
-	if getenv("MCP_CONFIG") == "" {
-		fmt.Fprintln(stdout, "Tools: the built-in demo notes server (demo/list_notes, demo/add_note); set MCP_CONFIG to mount your own.")
-	}
-	for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_API_URL"} {
-		if getenv(k) != "" {
-			fmt.Fprintf(stdout, "Note: %s is ignored: the playground's bot talks to its own local Slack.\n", k)
+	// The address is printed once the bot is connected: every setting has
+	// been checked by then (run reports the problems and the page is
+	// never offered).
+	banner := func() {
+		fmt.Fprintf(stdout, "Bobbin playground: open http://%s/ in your browser (Ctrl-C to stop).\n", browserAddr(ln.Addr()))
+		if info.Demo {
+			fmt.Fprintln(stdout, "Model: the demo model, a short script (set LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL for a real one).")
+		} else {
+			fmt.Fprintf(stdout, "Model: %s, %s.\n", info.Name, info.Endpoint)
+		}
+		if getenv("MCP_CONFIG") == "" {
+			fmt.Fprintln(stdout, "Tools: the built-in demo notes server (demo/list_notes, demo/add_note); set MCP_CONFIG to mount your own.")
+		}
+		for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_API_URL"} {
+			if getenv(k) != "" {
+				fmt.Fprintf(stdout, "Note: %s is ignored: the playground's bot talks to its own local Slack.\n", k)
+			}
+		}
+		if !loopback {
+			fmt.Fprintln(stdout, "Warning: PLAYGROUND_ADDR is not a loopback address: anyone who can reach it can drive the bot, its tools and its model.")
 		}
 	}
-	if !loopback {
-		fmt.Fprintln(stdout, "Warning: PLAYGROUND_ADDR is not a loopback address: anyone who can reach it can drive the bot, its tools and its model.")
-	}
-	return run(ctx, overlayEnv(getenv, over), stdout, stderr)
+	bctx, stopBanner := context.WithCancel(ctx)
+	bannerDone := make(chan struct{})
+	go func() {
+		defer close(bannerDone)
+		if emu.WaitFor(bctx, func() bool { return emu.LiveConnections() > 0 }) == nil {
+			banner()
+		}
+	}()
+	err = run(ctx, overlayEnv(getenv, over), stdout, stderr)
+	stopBanner()
+	<-bannerDone
+	return err
 }
 
 // demoMCPConfig writes the MCP_CONFIG the playground uses when none is
