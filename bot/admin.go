@@ -296,6 +296,8 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 		}
 		s.WriteByte('\n')
 		switch {
+		case x.State == "starting":
+			s.WriteString("    :hourglass_flowing_sand: starting… its tools are offered once it is up (a first start may download it)\n")
 		case noConnectionYet(x):
 			fmt.Fprintf(&s, "    :electric_plug: no connection yet: its tools are listed once it is connected (`/bobbin mcp connect %s`)\n", inlineCode(x.Name))
 		case x.Error != "":

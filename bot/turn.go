@@ -225,12 +225,13 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
 
 	var tools []agent.Tool
+	var notReady []NotReadyServer // notready.go
 	if b.opts.Tools != nil {
 		// Scoped to the place and the people the turn answers, never to
 		// whoever clicks its buttons later (access.go).
 		a := b.accessFor(ctx, k.Team, k.Channel, peopleOf(meta, who))
 		var err error
-		if tools, err = b.opts.Tools.Tools(ctx, a); err != nil {
+		if tools, notReady, err = b.toolsFor(ctx, a); err != nil {
 			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
 			tools = nil
 		}
@@ -275,7 +276,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	}
 	endTurn := b.waits.turn()
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
-		System:      meta.System,
+		System:      notReadySystem(meta.System, notReady),
 		History:     history,
 		Tools:       b.auditTools(k, who.User, tools),
 		Grants:      meta.Grants,
@@ -302,6 +303,9 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	case runErr == nil:
 		if res.Notice != "" {
 			footer = "_" + res.Notice + "_"
+		}
+		if nr := notReadyFooter(notReady); nr != "" {
+			footer = strings.TrimSpace(footer + "\n" + nr)
 		}
 	case errors.As(cause, &stop):
 		footer = "_Stopped by <@" + stop.user + ">._"

@@ -55,6 +55,11 @@ type ServerConfig struct {
 	Transport string `yaml:"transport"`
 	// Timeout bounds each tool call; zero means Options.CallTimeout.
 	Timeout time.Duration `yaml:"timeout"`
+	// StartupTimeout is how long a stdio server may take to start and
+	// answer its first connect (a cold npx or uvx download included);
+	// zero means Options.StartupTimeout. Turns do not wait for it: they
+	// start with the servers that are ready.
+	StartupTimeout time.Duration `yaml:"startup_timeout"`
 	// Auth is "none" (static headers; the default), "workspace" (an admin
 	// connects once with OAuth, every call uses that connection) or "user"
 	// (each person connects their own account).
@@ -267,6 +272,12 @@ func (s *ServerConfig) validate(path, where string) []error {
 	}
 	if s.Timeout < 0 {
 		bad("timeout", "must not be negative")
+	}
+	if s.StartupTimeout < 0 {
+		bad("startup_timeout", "must not be negative")
+	}
+	if s.StartupTimeout > 0 && len(s.Command) == 0 {
+		bad("startup_timeout", "startup_timeout applies to command servers only")
 	}
 	s.Scope.validate(bad)
 	for _, list := range []struct {

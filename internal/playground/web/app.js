@@ -463,8 +463,16 @@ async function react(ts, name, add) {
   try { await api('/api/react', { as: state.as, channel: state.channel, ts, name, add }); } catch (e) { showError('composer-error', e.message); }
 }
 
-function readFiles(input) {
-  return Promise.all([...input.files].map((f) => new Promise((resolve, reject) => {
+// chosen holds each composer's files: choosing again adds to them, as in
+// Slack (an input's own list is replaced on every choice).
+const chosen = {};
+
+function showChosen(filesId) {
+  $(filesId.replace('files', 'filelist')).textContent = (chosen[filesId] || []).map((f) => f.name).join(', ');
+}
+
+function readFiles(filesId) {
+  return Promise.all((chosen[filesId] || []).map((f) => new Promise((resolve, reject) => {
     const r = new FileReader();
     r.onload = () => resolve({ name: f.name, data: String(r.result).replace(/^data:[^,]*,/, '') });
     r.onerror = () => reject(new Error('could not read ' + f.name));
@@ -476,12 +484,17 @@ async function send(textId, filesId, errId, thread) {
   const ta = $(textId);
   const files = $(filesId);
   showError(errId, '');
+  if (textId === 'reply-text' && !thread) {
+    showError(errId, 'Open a thread first.');
+    return;
+  }
   try {
-    const data = await readFiles(files);
+    const data = await readFiles(filesId);
     await api('/api/post', { as: state.as, channel: state.channel, thread: thread || '', text: ta.value, files: data });
     ta.value = '';
     files.value = '';
-    $(filesId.replace('files', 'filelist')).textContent = '';
+    chosen[filesId] = [];
+    showChosen(filesId);
   } catch (e) {
     showError(errId, e.message);
   }
@@ -500,7 +513,9 @@ function wireComposer(formId, textId, filesId, errId, mentionId, threadOf) {
     ta.focus();
   });
   $(filesId).addEventListener('change', (e) => {
-    $(filesId.replace('files', 'filelist')).textContent = [...e.target.files].map((f) => f.name).join(', ');
+    chosen[filesId] = (chosen[filesId] || []).concat([...e.target.files]);
+    e.target.value = '';
+    showChosen(filesId);
   });
 }
 
