@@ -506,7 +506,7 @@ func addModal(meta string) slack.ModalViewRequest {
 	url := slack.NewPlainTextInputBlockElement(pt("https://mcp.example.com/mcp"), actionMCPURL)
 	hdrs := slack.NewPlainTextInputBlockElement(pt("Authorization: Bearer …"), actionMCPHeaders)
 	hdrs.Multiline = true
-	hb := slack.NewInputBlock(blockMCPHeaders, pt("Secret headers (optional, one per line)"),
+	hb := slack.NewInputBlock(blockMCPHeaders, pt("Secret headers (one per line)"),
 		pt("Stored encrypted; never shown again, not even to admins."), hdrs)
 	hb.Optional = true
 	return slack.ModalViewRequest{

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,9 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	// must show as text.
 	b.do("open the page", chromedp.Navigate("http://"+addr+"/#as=U0ALICE&c=C0GENERAL"), chromedp.WaitVisible(chromedp.ID("composer-text")))
 	b.wait("the bot connects", `document.getElementById('conn').textContent.includes('is connected')`)
+	if evalJS[bool](b, "the thread pane on first load", `getComputedStyle(document.getElementById('thread')).display !== 'none'`) {
+		t.Error("the thread pane shows before any thread is opened")
+	}
 	b.do("mention the bot", chromedp.SendKeys(chromedp.ID("composer-text"), "@bobbin hello from the browser <img src=x onerror=alert(1)>"+kb.Enter))
 	mentioned := time.Now()
 	b.wait("the reply thread", `[...document.querySelectorAll('#messages .link-btn')].some(b => /repl/.test(b.textContent))`)
@@ -151,6 +155,32 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	t.Logf("screenshot of the thread view: %s", shotPath)
 
+	// 3b. ✕ closes the thread pane.
+	b.do("close the thread", chromedp.Click(chromedp.ID("thread-close")))
+	b.wait("the pane closes", `getComputedStyle(document.getElementById('thread')).display === 'none'`)
+	shot = runTab[[]byte](b, "screenshot without the thread", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(outputDir(t), "playground-thread-closed.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// 3c. Stop a second turn while it waits for approval.
+	b.do("ask again", chromedp.SendKeys(chromedp.ID("composer-text"), "@bobbin show me a tool"+kb.Enter))
+	b.wait("the second thread", `[...document.querySelectorAll('#messages .msg')].filter(m => [...m.querySelectorAll('.link-btn')].some(b => /repl/.test(b.textContent))).length >= 2`)
+	b.do("open the second thread", chromedp.Click(`(//ol[@id='messages']//button[contains(., 'repl')])[2]`))
+	b.wait("the Stop button", `[...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Stop') && [...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Allow once')`)
+	b.do("stop", chromedp.Click(`//ol[@id='thread-messages']//button[normalize-space()='Stop']`))
+	b.wait("stopped", `document.getElementById('thread-messages').textContent.includes('Stopped by')`)
+	// The bot escapes its answer's markdown block, its Stop footer
+	// included, so Slack (and the page) show that mention as typed; the
+	// withdrawn prompt's mrkdwn mention shows as a name.
+	if txt := evalJS[string](b, "the thread text", `document.getElementById('thread-messages').textContent`); !strings.Contains(txt, "stopped by @alice") {
+		t.Errorf("the withdrawn prompt's mention did not render as a name: %q", txt)
+	}
+	shot = runTab[[]byte](b, "screenshot the stopped thread", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(outputDir(t), "playground-stopped.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// 4. /bobbin mcp list answers only the person who typed it.
 	b.do("mcp list", chromedp.SendKeys(chromedp.ID("composer-text"), "/bobbin mcp list"+kb.Enter))
 	b.wait("the list", `[...document.querySelectorAll('#messages .msg.ephemeral')].some(m => m.textContent.includes('demo'))`)
@@ -161,6 +191,12 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	b.as("U0CAROL")
 	b.do("mcp add form", chromedp.SendKeys(chromedp.ID("composer-text"), "/bobbin mcp add"+kb.Enter))
 	b.wait("the modal opens", `document.getElementById('modal').open && document.getElementById('modal-body').querySelectorAll('input, textarea').length >= 2`)
+	if txt := evalJS[string](b, "the form's text", `document.getElementById('modal-body').innerText`); strings.Contains(txt, "unsupported") || strings.Contains(txt, "(optional) (optional)") {
+		t.Errorf("the add-server form is not drawn as Slack would: %q", txt)
+	}
+	if !evalJS[bool](b, "the form's checkbox", `!!document.querySelector('#modal-body input[type=checkbox]')`) {
+		t.Error("the add-server form's checkbox is not drawn")
+	}
 	nameField := `//dialog[@id='modal']//label[starts-with(normalize-space(), 'Name')]/following-sibling::input`
 	b.do("fill the form",
 		chromedp.SendKeys(nameField, "bad name!"),

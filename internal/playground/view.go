@@ -159,6 +159,9 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 	}
 	if thread != "" {
 		for _, m := range s.slack.Thread(channel, thread) {
+			if m.Via == "assistant_thread" && m.Text == "" && m.MarkdownText == "" && len(m.Blocks) == 0 && len(m.Files) == 0 {
+				continue // the assistant pane's root: Slack shows nothing for it
+			}
 			out.Thread = append(out.Thread, s.msg(m, me.ID))
 		}
 		for _, e := range mine {
