@@ -296,6 +296,8 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 		}
 		s.WriteByte('\n')
 		switch {
+		case x.State == "starting":
+			s.WriteString("    :hourglass_flowing_sand: starting… its tools are offered once it is up (a first start may download it)\n")
 		case noConnectionYet(x):
 			fmt.Fprintf(&s, "    :electric_plug: no connection yet: its tools are listed once it is connected (`/bobbin mcp connect %s`)\n", inlineCode(x.Name))
 		case x.Error != "":
@@ -504,7 +506,7 @@ func addModal(meta string) slack.ModalViewRequest {
 	url := slack.NewPlainTextInputBlockElement(pt("https://mcp.example.com/mcp"), actionMCPURL)
 	hdrs := slack.NewPlainTextInputBlockElement(pt("Authorization: Bearer …"), actionMCPHeaders)
 	hdrs.Multiline = true
-	hb := slack.NewInputBlock(blockMCPHeaders, pt("Secret headers (optional, one per line)"),
+	hb := slack.NewInputBlock(blockMCPHeaders, pt("Secret headers (one per line)"),
 		pt("Stored encrypted; never shown again, not even to admins."), hdrs)
 	hb.Optional = true
 	return slack.ModalViewRequest{

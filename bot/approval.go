@@ -137,7 +137,9 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		})
 	}
 
+	endWait := b.waits.waiting("approval of " + req.Hints.Server + "/" + req.Hints.Tool + " by " + a.requester + " in " + k.Channel)
 	got, err := cs.WaitApproval(ctx, ap.ID)
+	endWait()
 	if err != nil {
 		if ctx.Err() != nil {
 			return agent.Deny, a.abandon(ctx, ap, p)
@@ -300,10 +302,14 @@ func (p prompt) baseBlocks() []slack.Block {
 	if p.requester != "" {
 		head += fmt.Sprintf(" for <@%s>", p.requester)
 	}
+	args := "```\n" + p.args + "\n```"
+	if a := strings.TrimSpace(p.args); a == "{}" || a == "" || a == "null" {
+		args = "_No arguments._"
+	}
 	return []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead)),
 		slack.NewContextBlock(blockApprovalRisk, slack.NewTextBlockObject(slack.MarkdownType, EscapeText(p.risk), false, false)),
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```\n"+p.args+"\n```", false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalArgs)),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, args, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalArgs)),
 	}
 }
 

@@ -204,6 +204,8 @@ type Bot struct {
 
 	// ctl is the state of approvals and admin commands (admin.go).
 	ctl control
+	// waits is what running turns wait on people for (waits.go).
+	waits personWaits
 
 	// files downloads shared files (download.go).
 	files *fileFetcher
@@ -374,12 +376,26 @@ func (b *Bot) Run(ctx context.Context) error {
 	go func() { b.workers.Wait(); close(done) }()
 	half := time.NewTimer(b.opts.ShutdownGrace / 2)
 	defer half.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-half.C:
-		b.log.Info("bot: shutdown: cancelling running turns so they checkpoint")
-		cancelTurns(errShutdown)
+	// Turns that only wait on people would wait out the grace period:
+	// withdraw them at once (waits.go).
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-half.C:
+			b.log.Info("bot: shutdown: cancelling running turns so they checkpoint")
+			cancelTurns(errShutdown)
+			break wait
+		case <-poll.C:
+			if what, ok := b.waits.onlyWaiting(); ok {
+				b.log.Info("bot: shutdown: running turns wait on people; withdrawing their prompts (asked again after the restart)", "waiting_for", what)
+				cancelTurns(errShutdown)
+				break wait
+			}
+		}
 	}
 	full := time.NewTimer(b.opts.ShutdownGrace / 2)
 	defer full.Stop()

@@ -47,7 +47,8 @@ type ServerStatus struct {
 	Source    string
 	URL       string
 	Transport string
-	// State is "connected", "idle" or "failed" (Error says why).
+	// State is "connected", "idle", "starting" or "failed" (Error says
+	// why).
 	State   string
 	Error   string
 	Tools   int

@@ -210,7 +210,9 @@ func (b *Bot) Ask(ctx context.Context, q Question) (QuestionAnswer, error) {
 	}
 	b.audit(ctx, k.Team, f)
 
+	endWait := b.waits.waiting("answer of " + q.User + " to a question of " + q.Server + " in " + k.Channel)
 	got, err := qs.WaitQuestion(ctx, id)
+	endWait()
 	if err != nil {
 		if ctx.Err() != nil {
 			return QuestionAnswer{Action: AnswerCancel}, b.withdrawQuestion(ctx, rec, q)

@@ -225,12 +225,13 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
 
 	var tools []agent.Tool
+	var notReady []NotReadyServer // notready.go
 	if b.opts.Tools != nil {
 		// Scoped to the place and the people the turn answers, never to
 		// whoever clicks its buttons later (access.go).
 		a := b.accessFor(ctx, k.Team, k.Channel, peopleOf(meta, who))
 		var err error
-		if tools, err = b.opts.Tools.Tools(ctx, a); err != nil {
+		if tools, notReady, err = b.toolsFor(ctx, a); err != nil {
 			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
 			tools = nil
 		}
@@ -273,8 +274,9 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		meta.Updated = b.opts.Now()
 		return b.store.SaveMeta(ctx, k, fence, meta)
 	}
+	endTurn := b.waits.turn()
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
-		System:      meta.System,
+		System:      notReadySystem(meta.System, notReady),
 		History:     history,
 		Tools:       b.auditTools(k, who.User, tools),
 		Grants:      meta.Grants,
@@ -286,6 +288,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		Calibration: meta.Calibration,
 		Anchor:      anchor,
 	})
+	endTurn()
 
 	// The final text must arrive even when the turn was cancelled.
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -301,6 +304,9 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		if res.Notice != "" {
 			footer = "_" + res.Notice + "_"
 		}
+		if nr := notReadyFooter(notReady); nr != "" {
+			footer = strings.TrimSpace(footer + "\n" + nr)
+		}
 	case errors.As(cause, &stop):
 		footer = "_Stopped by <@" + stop.user + ">._"
 	case errors.Is(cause, errShutdown):
@@ -311,7 +317,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		// Another replica has the thread now; it finishes the answer.
 	default:
 		log.Error("bot: turn failed", "err", runErr, "outcome", res.Outcome.String())
-		footer = "_Sorry, something went wrong while I was answering. Please try again._"
+		footer = failureFooter(runErr)
 	}
 	r.finish(fctx, res.Text, footer)
 

@@ -27,8 +27,8 @@ type WorkspaceConfig struct {
 	Servers []ServerConfig `yaml:"servers"`
 }
 
-// ServerConfig describes one MCP server. Exactly one of Command (stdio) and
-// URL (HTTP) is set.
+// ServerConfig describes one MCP server. Exactly one of Command (stdio),
+// URL (HTTP) and Builtin (in-process) is set.
 type ServerConfig struct {
 	// Name identifies the server in tool names (<name>__<tool>) and commands.
 	Name string `yaml:"name"`
@@ -39,6 +39,9 @@ type ServerConfig struct {
 	Env map[string]string `yaml:"env"`
 	// URL is the streamable HTTP (or legacy SSE) endpoint.
 	URL string `yaml:"url"`
+	// Builtin names a server built into Bobbin, run in-process ("demo":
+	// a small notes store with a read-only and a writing tool).
+	Builtin string `yaml:"builtin"`
 	// Headers are sent with every HTTP request; values may reference ${VARS}.
 	Headers map[string]string `yaml:"headers"`
 	// Allow lists tools that run without asking.
@@ -52,6 +55,11 @@ type ServerConfig struct {
 	Transport string `yaml:"transport"`
 	// Timeout bounds each tool call; zero means Options.CallTimeout.
 	Timeout time.Duration `yaml:"timeout"`
+	// StartupTimeout is how long a stdio server may take to start and
+	// answer its first connect (a cold npx or uvx download included);
+	// zero means Options.StartupTimeout. Turns do not wait for it: they
+	// start with the servers that are ready.
+	StartupTimeout time.Duration `yaml:"startup_timeout"`
 	// Auth is "none" (static headers; the default), "workspace" (an admin
 	// connects once with OAuth, every call uses that connection) or "user"
 	// (each person connects their own account).
@@ -168,11 +176,33 @@ func (s *ServerConfig) validate(path, where string) []error {
 	if !serverNameRE.MatchString(s.Name) {
 		bad("name", "must match [a-zA-Z0-9_-]{1,32}, got %q", s.Name)
 	}
+	kinds := 0
+	for _, set := range []bool{len(s.Command) > 0, s.URL != "", s.Builtin != ""} {
+		if set {
+			kinds++
+		}
+	}
 	switch {
-	case len(s.Command) > 0 && s.URL != "":
+	case kinds > 1 && s.Builtin != "":
+		bad("builtin", "set one of command, url and builtin, not several")
+	case kinds > 1:
 		bad("command", "set either command or url, not both")
-	case len(s.Command) == 0 && s.URL == "":
-		bad("url", "set either command (stdio) or url (HTTP)")
+	case kinds == 0:
+		bad("url", "set either command (stdio) or url (HTTP), or builtin: %s", BuiltinDemo)
+	}
+	if s.Builtin != "" {
+		if !validBuiltin(s.Builtin) {
+			bad("builtin", "unknown built-in server %q (known: %s)", s.Builtin, strings.Join(builtinKinds, ", "))
+		}
+		if len(s.Env) > 0 {
+			bad("env", "env applies to command servers only")
+		}
+		if len(s.Headers) > 0 {
+			bad("headers", "headers apply to url servers only")
+		}
+		if s.Transport != "" {
+			bad("transport", "transport applies to url servers only")
+		}
 	}
 	if len(s.Command) > 0 {
 		if strings.TrimSpace(s.Command[0]) == "" {
@@ -223,7 +253,7 @@ func (s *ServerConfig) validate(path, where string) []error {
 		bad("auth", "must be %q, %q or %q, got %q", AuthNone, AuthWorkspace, AuthUser, s.Auth)
 	}
 	oauth := s.Auth == AuthWorkspace || s.Auth == AuthUser
-	if oauth && len(s.Command) > 0 {
+	if oauth && (len(s.Command) > 0 || s.Builtin != "") {
 		bad("auth", "OAuth applies to url servers only (stdio servers take credentials from env)")
 	}
 	if oauth && s.Transport == transportSSE {
@@ -242,6 +272,12 @@ func (s *ServerConfig) validate(path, where string) []error {
 	}
 	if s.Timeout < 0 {
 		bad("timeout", "must not be negative")
+	}
+	if s.StartupTimeout < 0 {
+		bad("startup_timeout", "must not be negative")
+	}
+	if s.StartupTimeout > 0 && len(s.Command) == 0 {
+		bad("startup_timeout", "startup_timeout applies to command servers only")
 	}
 	s.Scope.validate(bad)
 	for _, list := range []struct {

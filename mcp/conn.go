@@ -97,6 +97,11 @@ type dialParams struct {
 	// elicit answers elicitation requests (nil: the capability is not
 	// declared).
 	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// builtin is the in-process server of a builtin mount.
+	builtin *mcp.Server
+	// startup bounds a stdio server's first answer when its era is not
+	// known yet (it may be downloading itself); 0: probeTimeout.
+	startup time.Duration
 }
 
 func (p *dialParams) client() *mcp.Client {
@@ -122,27 +127,50 @@ func (p *dialParams) client() *mcp.Client {
 // the session (legacy SSE ties its stream to the Connect context), but gives
 // up after bound or when ctx ends. go-sdk's probe has no timeout of its own.
 func boundedConnect(ctx context.Context, client *mcp.Client, t mcp.Transport, opts *mcp.ClientSessionOptions, bound time.Duration) (*mcp.ClientSession, context.CancelFunc, error) {
+	return boundedConnectHold(ctx, client, t, opts, bound, nil)
+}
+
+// boundedConnectHold is boundedConnect whose bound does not run while hold
+// reports true (a stdio server still starting): the bound starts afresh
+// once hold turns false.
+func boundedConnectHold(ctx context.Context, client *mcp.Client, t mcp.Transport, opts *mcp.ClientSessionOptions, bound time.Duration, hold func() bool) (*mcp.ClientSession, context.CancelFunc, error) {
 	// The session outlives this request: it must not carry the requester
 	// (or call clock) of whoever happened to cause the connect, or a later
 	// server request on the connection could be attributed to them.
 	life, cancel := context.WithCancel(detached{context.WithoutCancel(ctx)})
-	var timedOut bool
-	var mu sync.Mutex
-	timer := time.AfterFunc(bound, func() {
+	var (
+		mu                      sync.Mutex
+		timedOut, held, stopped bool
+		timer                   *time.Timer
+	)
+	mu.Lock()
+	timer = time.AfterFunc(bound, func() {
 		mu.Lock()
-		timedOut = true
-		mu.Unlock()
-		cancel()
+		defer mu.Unlock()
+		switch {
+		case stopped:
+		case hold != nil && hold():
+			held = true
+			timer.Reset(100 * time.Millisecond)
+		case held:
+			held = false
+			timer.Reset(bound)
+		default:
+			timedOut = true
+			cancel()
+		}
 	})
+	mu.Unlock()
 	stop := context.AfterFunc(ctx, cancel)
 	cs, err := client.Connect(life, t, opts)
-	timer.Stop()
-	stopped := stop()
 	mu.Lock()
+	stopped = true
+	timer.Stop()
 	to := timedOut
 	mu.Unlock()
+	stopped2 := stop()
 	switch {
-	case err == nil && (to || !stopped):
+	case err == nil && (to || !stopped2):
 		// The deadline fired as Connect returned: the session's context is
 		// already cancelled, so it is unusable.
 		_ = cs.Close()
@@ -177,6 +205,9 @@ func dial(ctx context.Context, p *dialParams) (*conn, error) {
 	if len(p.cfg.Command) > 0 {
 		return dialStdio(ctx, p)
 	}
+	if p.cfg.Builtin != "" {
+		return dialBuiltin(ctx, p)
+	}
 	c, err := dialHTTP(ctx, p)
 	return c, redactErr(err)
 }
@@ -186,14 +217,32 @@ func dialStdio(ctx context.Context, p *dialParams) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	attempt := func(opts *mcp.ClientSessionOptions) (*conn, error) {
+	// A server seen for the first time (or after a failure) may be
+	// downloading itself.
+	startup := time.Duration(0)
+	if p.era == "" {
+		startup = p.startup
+	}
+	attempt := func(opts *mcp.ClientSessionOptions, bound time.Duration) (*conn, error) {
 		pr, err := startProc(p.cfg.Command, env, p.cfg.Name, p.logger)
 		if err != nil {
 			return nil, err
 		}
 		t := &mcp.IOTransport{Reader: pr.stdout, Writer: pr.stdin, MaxLineLength: p.maxMessage}
-		cs, cancel, err := boundedConnect(ctx, p.client(), t, opts, p.probeTimeout)
+		started := time.Now()
+		// Until the child reads its first message it is still starting
+		// (a cold npx or uvx download): the probe's bound waits, within
+		// the start-up budget.
+		var hold func() bool
+		if startup > 0 {
+			hold = func() bool { return time.Since(started) < startup && pr.unread() }
+		}
+		cs, cancel, err := boundedConnectHold(ctx, p.client(), t, opts, bound, hold)
 		if err != nil {
+			if !pr.exited() {
+				p.logger.Warn("mcp server stopped before it answered: terminating its process group (SIGTERM, then SIGKILL after a grace period); a package download it was doing resumes on the next start",
+					"server", p.cfg.Name, "after", time.Since(started).Round(time.Millisecond).String(), "budget", bound.String())
+			}
 			pr.shutdown(500 * time.Millisecond)
 			if pr.exited() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w: server exited (%v): %v", errProbe, pr.err, err)
@@ -204,19 +253,19 @@ func dialStdio(ctx context.Context, p *dialParams) (*conn, error) {
 			proc: pr, cancel: cancel, closing: make(chan struct{}), dead: make(chan struct{})}, nil
 	}
 	if p.era != "" && p.era != EraModern {
-		if c, err := attempt(legacyOnly); err == nil {
+		if c, err := attempt(legacyOnly, p.probeTimeout); err == nil {
 			return c, nil
 		}
 		// The remembered era failed: probe afresh.
 	}
-	c, err := attempt(nil)
+	c, err := attempt(nil, p.probeTimeout)
 	if err == nil || !hungUp(err) || ctx.Err() != nil {
 		return c, err
 	}
 	// Some legacy servers exit or stay silent on server/discover: restart
 	// and go straight to initialize.
 	p.logger.Info("mcp probe unanswered, restarting with initialize", "server", p.cfg.Name, "err", err)
-	c, err2 := attempt(legacyOnly)
+	c, err2 := attempt(legacyOnly, p.probeTimeout)
 	if err2 != nil {
 		return nil, fmt.Errorf("probe: %v; legacy initialize: %w", err, err2)
 	}

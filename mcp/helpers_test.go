@@ -87,6 +87,9 @@ func newTestManager(t testing.TB, cfg *Config, tweak func(*Options)) *testManage
 		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ProbeTimeout: 10 * time.Second,
 		Resolver:     stubResolver,
+		// Tests wait for their servers; the 2 s default is tested in
+		// slowstart_test.go.
+		ToolWait: time.Minute,
 	}
 	if tweak != nil {
 		tweak(&opts)

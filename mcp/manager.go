@@ -72,6 +72,14 @@ type Options struct {
 	OAuth OAuthOptions
 	// Elicitor answers servers' questions to people (nil: declined).
 	Elicitor Elicitor
+	// StartupTimeout is how long a stdio server may take to start and
+	// answer its first connect [2m]; a server's startup_timeout wins.
+	StartupTimeout time.Duration
+	// ToolWait is the longest a turn (or /bobbin mcp list) waits for
+	// servers that are still starting or failing [2s]: it goes on with
+	// the servers that are ready, and they keep starting in the
+	// background.
+	ToolWait time.Duration
 }
 
 // Server states reported by Status.
@@ -79,6 +87,9 @@ const (
 	StateConnected = "connected"
 	StateIdle      = "idle"
 	StateFailed    = "failed"
+	// StateStarting is a server being connected to (a stdio server
+	// starting, perhaps downloading itself).
+	StateStarting = "starting"
 )
 
 // ServerStatus is one line of /bobbin mcp list.
@@ -126,6 +137,9 @@ type Manager struct {
 
 	done chan struct{}
 	wg   sync.WaitGroup
+	// bg ends at Close: background listings (refresh.go) run under it.
+	bg     context.Context
+	stopBG context.CancelFunc
 }
 
 type workspace struct {
@@ -145,7 +159,10 @@ func NewManager(opts Options) *Manager {
 	opts.OutputCap = cmp.Or(opts.OutputCap, 32<<10)
 	opts.MaxMessageBytes = cmp.Or(opts.MaxMessageBytes, 16<<20)
 	opts.RegistrationTTL = cmp.Or(opts.RegistrationTTL, 10*time.Second)
+	opts.StartupTimeout = cmp.Or(opts.StartupTimeout, 2*time.Minute)
+	opts.ToolWait = cmp.Or(opts.ToolWait, 2*time.Second)
 	m := &Manager{opts: opts, log: opts.Logger, pins: opts.Pins, teams: map[string]*workspace{}, done: make(chan struct{})}
+	m.bg, m.stopBG = context.WithCancel(context.Background())
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -323,25 +340,6 @@ func fingerprint(d desired) string {
 	return string(b)
 }
 
-// refresh lists every mount's tools in parallel; failures are logged and
-// remembered for Status, never returned.
-func (m *Manager) refresh(ctx context.Context, team string, mts []*mount) {
-	var wg sync.WaitGroup
-	for _, mt := range mts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lctx, cancel := context.WithTimeout(ctx, 3*m.opts.ProbeTimeout)
-			defer cancel()
-			if _, err := mt.list(lctx, false); err != nil && ctx.Err() == nil {
-				m.log.Warn("mcp server unavailable; its tools are left out", "team", team,
-					"server", mt.cfg.Name, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
 // Tools is ToolsFor with no channel and nobody known: only servers
 // without channel, user and user group restrictions are offered.
 func (m *Manager) Tools(ctx context.Context, team string) ([]agent.Tool, error) {
@@ -355,9 +353,16 @@ func (m *Manager) Tools(ctx context.Context, team string) ([]agent.Tool, error) 
 // reached, and tools disabled by a changed definition, are left out; Status
 // reports them.
 func (m *Manager) ToolsFor(ctx context.Context, a Access) ([]agent.Tool, error) {
+	tools, _, err := m.toolsFor(ctx, a)
+	return tools, err
+}
+
+// toolsFor is ToolsFor that also returns the offered mounts still not
+// listed after ToolWait.
+func (m *Manager) toolsFor(ctx context.Context, a Access) ([]agent.Tool, []*mount, error) {
 	mts, err := m.mounts(ctx, a.Team)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	in := make(map[*mount]bool, len(mts))
 	var offered []*mount
@@ -367,9 +372,9 @@ func (m *Manager) ToolsFor(ctx context.Context, a Access) ([]agent.Tool, error) 
 			offered = append(offered, mt)
 		}
 	}
-	m.refresh(ctx, a.Team, offered)
+	late := m.refresh(ctx, a.Team, offered)
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bound := &a
 	var out []agent.Tool
@@ -385,7 +390,7 @@ func (m *Manager) ToolsFor(ctx context.Context, a Access) ([]agent.Tool, error) 
 			InputSchema: inputSchema(e.tool),
 		}})
 	}
-	return out, nil
+	return out, late, nil
 }
 
 type exposure struct {
@@ -438,13 +443,18 @@ func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStat
 		switch {
 		case mt.conn != nil:
 			st.State = StateConnected
+		case !mt.dialing.IsZero():
+			st.State = StateStarting
 		case mt.lastErr != nil:
-			st.State, st.Error = StateFailed, mt.lastErr.Error()
+			st.State, st.Error = StateFailed, explainFailure(mt.cfg, m.startupFor(mt.cfg), mt.lastErr)
 		default:
 			st.State = StateIdle
 		}
 		if st.Transport == "" {
 			st.Transport = transportStdio
+			if mt.cfg.Builtin != "" {
+				st.Transport = transportBuiltin
+			}
 			if mt.cfg.URL != "" {
 				st.Transport = cmp.Or(mt.cfg.Transport, transportStreamable)
 			}
@@ -621,6 +631,7 @@ func (m *Manager) Close() error {
 	m.teams = map[string]*workspace{}
 	m.mu.Unlock()
 	close(m.done)
+	m.stopBG()
 	m.wg.Wait()
 	var wg sync.WaitGroup
 	for _, mt := range mts {

@@ -61,6 +61,14 @@ type mount struct {
 	// so that nothing reads a stale copy (setScope, scopeNow).
 	scope   Scope
 	handler *oauthHandler
+	// builtin is the in-process server of a builtin mount, made on the
+	// first connect and kept (with its state) across reconnects.
+	builtin *mcp.Server
+	// dialing is when the connect in progress began (zero: none);
+	// refreshing is closed when the background listing in progress ends
+	// (nil: none) (refresh.go).
+	dialing    time.Time
+	refreshing chan struct{}
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -148,7 +156,13 @@ func (mt *mount) connLocked(ctx context.Context, wait bool) (*conn, error) {
 		allowPrivate: mt.m.opts.AllowPrivateNetworks, resolve: mt.m.opts.Resolver,
 		probeTimeout: mt.m.opts.ProbeTimeout, maxMessage: mt.m.opts.MaxMessageBytes,
 		era: mt.era, transport: mt.transport, onToolsChanged: mt.toolsChanged,
-		elicit: mt.elicitHandler(),
+		elicit: mt.elicitHandler(), startup: mt.m.startupFor(mt.cfg),
+	}
+	if mt.cfg.Builtin != "" {
+		if mt.builtin == nil {
+			mt.builtin, _ = newBuiltinServer(mt.cfg.Builtin) // nil for an unknown kind: dial says so
+		}
+		p.builtin = mt.builtin
 	}
 	principal := mt.principal
 	mt.mu.Unlock()
@@ -159,8 +173,12 @@ func (mt *mount) connLocked(ctx context.Context, wait bool) (*conn, error) {
 		}
 		p.oauth = h
 	}
+	mt.mu.Lock()
+	mt.dialing = time.Now()
+	mt.mu.Unlock()
 	c, err := dial(ctx, p)
 	mt.mu.Lock()
+	mt.dialing = time.Time{}
 	if err != nil {
 		var nc *NeedsConnectError
 		if errors.As(err, &nc) {

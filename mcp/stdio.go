@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -16,13 +17,17 @@ import (
 // environment, stderr forwarded to the log (rate-limited).
 type proc struct {
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	stdin  *os.File
 	stdout io.ReadCloser
 	done   chan struct{} // closed once the process has exited and been reaped
 	err    error         // exit status; read after done
 	wg     sync.WaitGroup
 	stop   sync.Once
 }
+
+// termGrace is how long a server's process group has after SIGTERM
+// before SIGKILL.
+const termGrace = 3 * time.Second
 
 const (
 	stderrBurst  = 20
@@ -35,19 +40,28 @@ func startProc(command, env []string, server string, logger *slog.Logger) (*proc
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()
-	stdin, err := cmd.StdinPipe()
+	// stdin is a pipe of our own (not StdinPipe) so unread can look at it.
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		stdinR.Close()
+		stdin.Close()
 		return nil, err
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		stdinR.Close()
+		stdin.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdinR.Close() // the child has its copy
+	if err != nil {
+		stdin.Close()
 		return nil, fmt.Errorf("starting %s: %w", command[0], err)
 	}
 	p := &proc{cmd: cmd, stdin: stdin, stdout: stdout, done: make(chan struct{})}
@@ -115,6 +129,21 @@ func readLogLine(br *bufio.Reader) (string, error) {
 	}
 }
 
+// unread reports whether the child has yet to read what was written to
+// its stdin (so it is still starting); false where that cannot be told.
+func (p *proc) unread() bool {
+	if p.exited() {
+		return false
+	}
+	sc, err := p.stdin.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	_ = sc.Control(func(fd uintptr) { n = pipeUnread(fd) })
+	return n > 0
+}
+
 func (p *proc) exited() bool {
 	select {
 	case <-p.done:
@@ -135,8 +164,10 @@ func (p *proc) shutdown(grace time.Duration) {
 		case <-p.done:
 			t.Stop()
 		case <-t.C:
+			// A package manager mid-install (npx, uvx) cleans up on
+			// SIGTERM; SIGKILL would leave its cache half-written.
 			killGroup(p.cmd, syscall.SIGTERM)
-			t.Reset(time.Second)
+			t.Reset(termGrace)
 			select {
 			case <-p.done:
 				t.Stop()

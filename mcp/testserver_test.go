@@ -188,6 +188,9 @@ func newLegacyServer(out *lockedWriter) *mcp.Server {
 func runTestServer(mode string) int {
 	ctx := context.Background()
 	out := &lockedWriter{w: os.Stdout}
+	if mode == "slow" {
+		return runSlowServer() // slowstart_test.go
+	}
 	if mode == "modern" {
 		if err := newModernServer().Run(ctx, &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "modern server:", err)

@@ -110,6 +110,17 @@ func (t mcpTools) Tools(ctx context.Context, a bot.Access) ([]agent.Tool, error)
 	return t.m.ToolsFor(ctx, mcpAccess(a))
 }
 
+// ToolsReport implements bot.ToolReporter: the tools, and the servers
+// a turn goes without because they are still starting or failing.
+func (t mcpTools) ToolsReport(ctx context.Context, a bot.Access) ([]agent.Tool, []bot.NotReadyServer, error) {
+	tools, nr, err := t.m.ToolsReport(ctx, mcpAccess(a))
+	out := make([]bot.NotReadyServer, len(nr))
+	for i, s := range nr {
+		out[i] = bot.NotReadyServer{Name: s.Server, State: s.State}
+	}
+	return tools, out, err
+}
+
 func mcpAccess(a bot.Access) mcp.Access {
 	out := mcp.Access{Team: a.Team, Channel: a.Channel, DM: a.DM, Members: a.Members}
 	for _, p := range a.People {

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -125,6 +127,17 @@ func runPlayground(ctx context.Context, getenv func(string) string, stdout, stde
 		over["SECRET_KEY"] = base64.StdEncoding.EncodeToString(k)
 	}
 
+	if getenv("MCP_CONFIG") == "" {
+		// A tool in the box: the built-in demo notes server, so the first
+		// mention shows an approval with nothing to install.
+		path, cleanup, err := demoMCPConfig()
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		over["MCP_CONFIG"] = path
+	}
+
 	info := playground.ModelInfo{Name: getenv("LLM_MODEL"), Endpoint: endpointLabel(getenv("LLM_PROVIDER"), getenv("LLM_BASE_URL"))}
 	if demoModel(getenv) {
 		stop, base, key, err := startDemo()
@@ -137,7 +150,7 @@ func runPlayground(ctx context.Context, getenv func(string) string, stdout, stde
 	}
 
 	page := playground.New(playground.Options{
-		Slack: emu, Workspace: ws, Model: info, MCP: mcpSummary(getenv("MCP_CONFIG"), getenv),
+		Slack: emu, Workspace: ws, Model: info, MCP: mcpSummary(overlayEnv(getenv, over)("MCP_CONFIG"), getenv),
 		LoopbackOnly: loopback,
 	})
 	srv := &http.Server{Handler: page, ReadHeaderTimeout: 5 * time.Second}
@@ -151,21 +164,55 @@ func runPlayground(ctx context.Context, getenv func(string) string, stdout, stde
 		<-served
 	}()
 
-	fmt.Fprintf(stdout, "Bobbin playground: open http://%s/ in your browser (Ctrl-C to stop).\n", browserAddr(ln.Addr()))
-	if info.Demo {
-		fmt.Fprintln(stdout, "Model: the demo model, a short script (set LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL for a real one).")
-	} else {
-		fmt.Fprintf(stdout, "Model: %s, %s.\n", info.Name, info.Endpoint)
-	}
-	for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_API_URL"} {
-		if getenv(k) != "" {
-			fmt.Fprintf(stdout, "Note: %s is ignored: the playground's bot talks to its own local Slack.\n", k)
+	// The address is printed once the bot is connected: every setting has
+	// been checked by then (run reports the problems and the page is
+	// never offered).
+	banner := func() {
+		fmt.Fprintf(stdout, "Bobbin playground: open http://%s/ in your browser (Ctrl-C to stop).\n", browserAddr(ln.Addr()))
+		if info.Demo {
+			fmt.Fprintln(stdout, "Model: the demo model, a short script (set LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL for a real one).")
+		} else {
+			fmt.Fprintf(stdout, "Model: %s, %s.\n", info.Name, info.Endpoint)
+		}
+		if getenv("MCP_CONFIG") == "" {
+			fmt.Fprintln(stdout, "Tools: the built-in demo notes server (demo/list_notes, demo/add_note); set MCP_CONFIG to mount your own.")
+		}
+		for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_API_URL"} {
+			if getenv(k) != "" {
+				fmt.Fprintf(stdout, "Note: %s is ignored: the playground's bot talks to its own local Slack.\n", k)
+			}
+		}
+		if !loopback {
+			fmt.Fprintln(stdout, "Warning: PLAYGROUND_ADDR is not a loopback address: anyone who can reach it can drive the bot, its tools and its model.")
 		}
 	}
-	if !loopback {
-		fmt.Fprintln(stdout, "Warning: PLAYGROUND_ADDR is not a loopback address: anyone who can reach it can drive the bot, its tools and its model.")
+	bctx, stopBanner := context.WithCancel(ctx)
+	bannerDone := make(chan struct{})
+	go func() {
+		defer close(bannerDone)
+		if emu.WaitFor(bctx, func() bool { return emu.LiveConnections() > 0 }) == nil {
+			banner()
+		}
+	}()
+	err = run(ctx, overlayEnv(getenv, over), stdout, stderr)
+	stopBanner()
+	<-bannerDone
+	return err
+}
+
+// demoMCPConfig writes the MCP_CONFIG the playground uses when none is
+// set: the built-in demo server, named demo.
+func demoMCPConfig() (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "bobbin-playground-")
+	if err != nil {
+		return "", nil, fmt.Errorf("playground: %w", err)
 	}
-	return run(ctx, overlayEnv(getenv, over), stdout, stderr)
+	path = filepath.Join(dir, "mcp.yaml")
+	if err := os.WriteFile(path, []byte("servers:\n  - name: demo\n    builtin: "+mcp.BuiltinDemo+"\n"), 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("playground: %w", err)
+	}
+	return path, func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // overlayEnv answers from over first, then from getenv.
@@ -231,8 +278,11 @@ func mcpSummary(path string, getenv func(string) string) string {
 	var names []string
 	for _, s := range cfg.Servers {
 		kind := "http"
-		if len(s.Command) > 0 {
+		switch {
+		case len(s.Command) > 0:
 			kind = "stdio"
+		case s.Builtin != "":
+			kind = "built in"
 		}
 		names = append(names, s.Name+" ("+kind+")")
 	}

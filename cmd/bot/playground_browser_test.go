@@ -3,23 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The playground in a real browser: Debian's chromium, driven by
-// chromedp, against `bot playground` with the demo model and an MCP
-// server named memory. One browser and one playground serve every
-// scenario, in order.
+// chromedp, against a fresh `bot playground` (no settings: the demo
+// model and the built-in demo notes server). One browser and one
+// playground serve every scenario, in order.
 
 // findChromium returns a Chromium or Chrome binary on PATH, "" if none.
 func findChromium() string {
@@ -29,24 +27,6 @@ func findChromium() string {
 		}
 	}
 	return ""
-}
-
-// memoryMCP is a small MCP server named like the reference memory server,
-// over streamable HTTP on 127.0.0.1, with a read-only read_graph.
-func memoryMCP(t *testing.T) string {
-	t.Helper()
-	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "memory", Version: "1.0.0"}, nil)
-	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "read_graph", Description: "Read the whole knowledge graph",
-		Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
-		func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
-			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{
-				Text: `{"entities":[{"name":"playground","entityType":"demo","observations":["graph-answer-4711"]}],"relations":[]}`}}}, nil, nil
-		})
-	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
-		&mcpsdk.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
 }
 
 // outputDir is where the screenshot goes: $TEST_OUTPUT_DIR, else the
@@ -71,15 +51,10 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	start := time.Now()
 
-	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
-	if err := os.WriteFile(cfg, []byte("servers:\n  - name: memory\n    url: "+memoryMCP(t)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	addr := freeAddr(t)
 	env := map[string]string{
 		"PLAYGROUND_ADDR":      addr,
 		"REDIS_URL":            os.Getenv("REDIS_URL"),
-		"MCP_CONFIG":           cfg,
 		"STREAM_EDIT_INTERVAL": "150ms",
 		"SHUTDOWN_GRACE":       "3s",
 	}
@@ -125,7 +100,11 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	// must show as text.
 	b.do("open the page", chromedp.Navigate("http://"+addr+"/#as=U0ALICE&c=C0GENERAL"), chromedp.WaitVisible(chromedp.ID("composer-text")))
 	b.wait("the bot connects", `document.getElementById('conn').textContent.includes('is connected')`)
+	if evalJS[bool](b, "the thread pane on first load", `getComputedStyle(document.getElementById('thread')).display !== 'none'`) {
+		t.Error("the thread pane shows before any thread is opened")
+	}
 	b.do("mention the bot", chromedp.SendKeys(chromedp.ID("composer-text"), "@bobbin hello from the browser <img src=x onerror=alert(1)>"+kb.Enter))
+	mentioned := time.Now()
 	b.wait("the reply thread", `[...document.querySelectorAll('#messages .link-btn')].some(b => /repl/.test(b.textContent))`)
 	b.do("open the thread", chromedp.Click(`//ol[@id='messages']//button[contains(., 'repl')]`))
 	// Sample the bot's first message as it grows.
@@ -165,7 +144,9 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	b.do("alice opens the thread", chromedp.Click(`//ol[@id='messages']//button[contains(., 'repl')]`))
 	b.wait("alice sees the prompt and no refusal", `[...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Allow once') && !document.querySelector('#thread-messages .msg.ephemeral')`)
 	b.do("alice clicks Allow once", chromedp.Click(`//ol[@id='thread-messages']//button[normalize-space()='Allow once']`))
-	b.wait("the tool result", `document.getElementById('thread-messages').textContent.includes('graph-answer-4711')`)
+	b.wait("the tool result", `document.getElementById('thread-messages').textContent.includes('Saved note 1:')`)
+	toResult := time.Since(mentioned)
+	t.Logf("from the mention to the tool result: %s (two people's clicks included)", toResult.Round(time.Millisecond))
 	b.wait("the answer completes", `!document.querySelector('#thread-messages .msg.streaming') && ![...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Stop')`)
 	shot := runTab[[]byte](b, "screenshot the thread", chromedp.FullScreenshot(100))
 	shotPath := filepath.Join(outputDir(t), "playground-thread.png")
@@ -174,9 +155,35 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	t.Logf("screenshot of the thread view: %s", shotPath)
 
+	// 3b. ✕ closes the thread pane.
+	b.do("close the thread", chromedp.Click(chromedp.ID("thread-close")))
+	b.wait("the pane closes", `getComputedStyle(document.getElementById('thread')).display === 'none'`)
+	shot = runTab[[]byte](b, "screenshot without the thread", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(outputDir(t), "playground-thread-closed.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// 3c. Stop a second turn while it waits for approval.
+	b.do("ask again", chromedp.SendKeys(chromedp.ID("composer-text"), "@bobbin show me a tool"+kb.Enter))
+	b.wait("the second thread", `[...document.querySelectorAll('#messages .msg')].filter(m => [...m.querySelectorAll('.link-btn')].some(b => /repl/.test(b.textContent))).length >= 2`)
+	b.do("open the second thread", chromedp.Click(`(//ol[@id='messages']//button[contains(., 'repl')])[2]`))
+	b.wait("the Stop button", `[...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Stop') && [...document.querySelectorAll('#thread-messages button')].some(b => b.textContent === 'Allow once')`)
+	b.do("stop", chromedp.Click(`//ol[@id='thread-messages']//button[normalize-space()='Stop']`))
+	b.wait("stopped", `document.getElementById('thread-messages').textContent.includes('Stopped by')`)
+	// The bot escapes its answer's markdown block, its Stop footer
+	// included, so Slack (and the page) show that mention as typed; the
+	// withdrawn prompt's mrkdwn mention shows as a name.
+	if txt := evalJS[string](b, "the thread text", `document.getElementById('thread-messages').textContent`); !strings.Contains(txt, "stopped by @alice") {
+		t.Errorf("the withdrawn prompt's mention did not render as a name: %q", txt)
+	}
+	shot = runTab[[]byte](b, "screenshot the stopped thread", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(outputDir(t), "playground-stopped.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// 4. /bobbin mcp list answers only the person who typed it.
 	b.do("mcp list", chromedp.SendKeys(chromedp.ID("composer-text"), "/bobbin mcp list"+kb.Enter))
-	b.wait("the list", `[...document.querySelectorAll('#messages .msg.ephemeral')].some(m => m.textContent.includes('memory'))`)
+	b.wait("the list", `[...document.querySelectorAll('#messages .msg.ephemeral')].some(m => m.textContent.includes('demo'))`)
 
 	// 5. An admin opens the add-server form and submits a bad name: the
 	// error shows under the field and the form stays open with what was
@@ -184,6 +191,12 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	b.as("U0CAROL")
 	b.do("mcp add form", chromedp.SendKeys(chromedp.ID("composer-text"), "/bobbin mcp add"+kb.Enter))
 	b.wait("the modal opens", `document.getElementById('modal').open && document.getElementById('modal-body').querySelectorAll('input, textarea').length >= 2`)
+	if txt := evalJS[string](b, "the form's text", `document.getElementById('modal-body').innerText`); strings.Contains(txt, "unsupported") || strings.Contains(txt, "(optional) (optional)") {
+		t.Errorf("the add-server form is not drawn as Slack would: %q", txt)
+	}
+	if !evalJS[bool](b, "the form's checkbox", `!!document.querySelector('#modal-body input[type=checkbox]')`) {
+		t.Error("the add-server form's checkbox is not drawn")
+	}
 	nameField := `//dialog[@id='modal']//label[starts-with(normalize-space(), 'Name')]/following-sibling::input`
 	b.do("fill the form",
 		chromedp.SendKeys(nameField, "bad name!"),

@@ -200,10 +200,34 @@ func (s *Server) handleClick(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{})
 }
 
+// submitReq carries the form's inputs by block id: a string, or a list
+// of option values (checkboxes, multi-selects).
 type submitReq struct {
-	As     string                       `json:"as"`
-	ViewID string                       `json:"view_id"`
-	Values map[string]map[string]string `json:"values"`
+	As     string         `json:"as"`
+	ViewID string         `json:"view_id"`
+	Values map[string]any `json:"values"`
+}
+
+// inputValue checks one submitted input: a string or a list of strings.
+func inputValue(v any) (any, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, utf8.ValidString(v) && utf8.RuneCountInString(v) <= maxTextRunes
+	case []any:
+		if len(v) > 100 {
+			return nil, false
+		}
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxTextRunes {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // submitWait bounds how long a submission waits for the bot's answer
@@ -219,15 +243,16 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	for _, acts := range req.Values {
-		for _, v := range acts {
-			if !utf8.ValidString(v) || utf8.RuneCountInString(v) > maxTextRunes {
-				httpError(w, http.StatusBadRequest, "field values are at most 4000 characters of UTF-8 text")
-				return
-			}
+	values := make(map[string]any, len(req.Values))
+	for block, v := range req.Values {
+		val, ok := inputValue(v)
+		if !ok {
+			httpError(w, http.StatusBadRequest, "field values are at most 4000 characters of UTF-8 text (or lists of them)")
+			return
 		}
+		values[block] = val
 	}
-	in, err := s.slack.SubmitView(s.ws.TeamID, me.ID, req.ViewID, req.Values)
+	in, err := s.slack.SubmitViewInputs(s.ws.TeamID, me.ID, req.ViewID, values)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "that form is no longer open")
 		return

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"regexp"
 	"slices"
@@ -30,12 +31,18 @@ type Demo struct {
 }
 
 // NewDemo builds the demo model. key is the API key it requires (Bearer);
-// step is the pause between streamed pieces (0: 40 ms).
+// step is the pause between streamed words (0: 30 to 80 ms, varying, the
+// pace of a hosted model's tokens).
 func NewDemo(key string, step time.Duration) *Demo {
-	if step <= 0 {
-		step = 40 * time.Millisecond
-	}
 	return &Demo{key: key, step: step}
+}
+
+// pauseFor is the wait before the next streamed word.
+func (d *Demo) pauseFor() time.Duration {
+	if d.step > 0 {
+		return d.step
+	}
+	return 30*time.Millisecond + rand.N(50*time.Millisecond)
 }
 
 type demoRequest struct {
@@ -137,39 +144,54 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 		for _, m := range req.Messages {
 			for _, c := range m.ToolCalls {
 				if c.ID == last.ToolCallID {
-					name = "`" + c.Function.Name + "`"
+					name = "`" + peopleToolName(c.Function.Name) + "`"
 				}
 			}
 		}
-		return fmt.Sprintf("%s answered:\n\n```\n%s\n```\n\nThat was a real MCP tool call, run after your approval in Slack. "+
-			"I am still only the demo model, a script: a real model would now use that answer. "+
-			"Ask me for a *tool* again, or set `LLM_PROVIDER`, `LLM_BASE_URL` and `LLM_MODEL` to try a real model.", name, clip(result, 800)), nil
+		return fmt.Sprintf("%s answered:\n\n```\n%s\n```\n\nThat was a real MCP tool call, run after your approval. "+
+			"I am only the demo model: a real model would now use that answer. "+
+			"Say *notes* to see what is saved, or set `LLM_PROVIDER`, `LLM_BASE_URL` and `LLM_MODEL` to try a real model.", name, clip(result, 800)), nil
 	}
 	question, media := last.text()
 	// The bot prefixes a person's words with who said them and where.
 	question = speakerRE.ReplaceAllString(question, "")
 	var b strings.Builder
-	b.WriteString("Hello! I am Bobbin's **demo model**: a short script inside the playground, not a language model. ")
-	if q := strings.TrimSpace(question); q != "" {
-		fmt.Fprintf(&b, "You wrote: “%s”. ", clip(q, 200))
-	}
+	b.WriteString("Hello! I am Bobbin's **demo model**, a short script, not a language model. ")
 	if media > 0 {
 		fmt.Fprintf(&b, "Your message carried %d image(s) or file(s); a real model with vision would read them. ", media)
 	}
-	b.WriteString("This answer streams into the thread as a real one would.\n\n")
 	first := !slices.ContainsFunc(req.Messages[:len(req.Messages)-1], func(m demoMessage) bool { return m.Role == "assistant" })
 	lower := strings.ToLower(question)
-	wantsTool := first || strings.Contains(lower, "tool") || strings.Contains(lower, "memory")
+	wantsTool := first || strings.Contains(lower, "tool") || strings.Contains(lower, "memory") || strings.Contains(lower, "note")
+	if !first && strings.Contains(lower, "note") && slices.Contains(tools, demoList) {
+		b.WriteString("Here is the list of saved notes, from the `demo/list_notes` tool: ")
+		b.WriteString("it only reads, yet it asks first, as every tool of a server the operator has not marked trusted does.")
+		return b.String(), &demoCall{Name: demoList, Args: "{}"}
+	}
 	if tool := pickTool(tools); tool != "" && wantsTool {
 		server, name, _ := strings.Cut(tool, "__")
-		fmt.Fprintf(&b, "To show how tool calls are approved, I am asking to run `%s` from the `%s` MCP server. "+
-			"Only you (or an admin) may answer the prompt below: press **Allow once**.", name, server)
-		return b.String(), &demoCall{Name: tool, Args: demoArgs(schemas[tool])}
+		args := demoArgs(schemas[tool])
+		if tool == demoAdd {
+			q := strings.TrimSpace(question)
+			if q == "" {
+				q = "hello from the playground"
+			}
+			a, _ := json.Marshal(map[string]string{"text": clip(q, 200)})
+			args = string(a)
+			b.WriteString("To show how a tool is approved, I am asking to save your words as a note with `demo/add_note`. ")
+		} else {
+			fmt.Fprintf(&b, "To show how a tool is approved, I am asking to run `%s/%s`. ", server, name)
+		}
+		b.WriteString("Only you (or an admin) may answer: press **Allow once**.")
+		return b.String(), &demoCall{Name: tool, Args: args}
+	}
+	if q := strings.TrimSpace(question); q != "" {
+		fmt.Fprintf(&b, "You wrote: “%s”. ", clip(q, 200))
 	}
 	if len(tools) == 0 {
-		b.WriteString("No MCP server is mounted, so I have no tools to show an approval with. To add one, write an `mcp.yaml`:\n\n" +
-			"```\nservers:\n  - name: memory\n    command: [npx, -y, \"@modelcontextprotocol/server-memory\"]\n```\n\n" +
-			"and start the playground with `MCP_CONFIG=mcp.yaml go run ./cmd/bot playground`. ")
+		b.WriteString("No tool is offered to me here, so I cannot show an approval. The playground mounts its demo notes server " +
+			"unless `MCP_CONFIG` names a file; add it to yours with:\n\n" +
+			"```\nservers:\n  - name: demo\n    builtin: demo\n```\n\n")
 	} else {
 		b.WriteString("Say *tool* to see a tool approval again. ")
 	}
@@ -177,12 +199,26 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 	return b.String(), nil
 }
 
+// The built-in demo server's tools as the playground mounts it.
+const (
+	demoAdd  = "demo__add_note"
+	demoList = "demo__list_notes"
+)
+
+// peopleToolName shows server__tool as people see it: server/tool.
+func peopleToolName(exposed string) string {
+	if server, tool, ok := strings.Cut(exposed, "__"); ok {
+		return server + "/" + tool
+	}
+	return exposed
+}
+
 // speakerRE matches the bracketed notes the bot puts before a person's
 // words ("[alice (U…)] ", "[Slack: while writing this, …]").
 var speakerRE = regexp.MustCompile(`^(\[[^\]\n]{1,300}\]\s*)+`)
 
 // pickTool prefers the memory server's read_graph, then any memory tool,
-// then any tool.
+// then the demo server's add_note, then any tool.
 func pickTool(tools []string) string {
 	if len(tools) == 0 {
 		return ""
@@ -191,6 +227,7 @@ func pickTool(tools []string) string {
 	for _, want := range []func(string) bool{
 		func(t string) bool { return t == "memory__read_graph" },
 		func(t string) bool { return strings.HasPrefix(t, "memory__") },
+		func(t string) bool { return t == demoAdd },
 	} {
 		if i := slices.IndexFunc(sorted, want); i >= 0 {
 			return sorted[i]
@@ -278,14 +315,14 @@ func (d *Demo) stream(w http.ResponseWriter, r *http.Request, req demoRequest, a
 		select {
 		case <-r.Context().Done():
 			return false
-		case <-time.After(d.step):
+		case <-time.After(d.pauseFor()):
 			return true
 		}
 	}
 	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return
 	}
-	for _, piece := range pieces(answer, 3) {
+	for _, piece := range pieces(answer, 1) {
 		if !pause() || !send(chunk(map[string]any{"content": piece}, nil)) {
 			return
 		}

@@ -86,7 +86,7 @@ func TestDemoModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done.StopReason != provider.StopEndTurn || !strings.Contains(done.Message.Content, "x-4711") || !strings.Contains(done.Message.Content, "memory__read_graph") {
+	if done.StopReason != provider.StopEndTurn || !strings.Contains(done.Message.Content, "x-4711") || !strings.Contains(done.Message.Content, "`memory/read_graph`") {
 		t.Errorf("after the tool: %+v", done.Message)
 	}
 
@@ -101,6 +101,36 @@ func TestDemoModel(t *testing.T) {
 	if _, done, _ = stream(t, c, provider.Request{Model: playground.DemoModelName, Messages: later, Tools: echoOnly}); len(done.Message.ToolCalls) != 1 ||
 		done.Message.ToolCalls[0].Arguments != `{"message":"demo"}` {
 		t.Errorf("asked for a tool: %+v", done.Message.ToolCalls)
+	}
+}
+
+// With the playground's built-in notes server: the first question is
+// saved as a note (a writing tool, so an approval), and asking for notes
+// later lists them.
+func TestDemoModelNotes(t *testing.T) {
+	c := demoClient(t, "sk-demo-test")
+	user := provider.Message{Role: provider.RoleUser, Content: "[alice (U0ALICE)] hello <there>"}
+	tools := []provider.ToolSpec{
+		{Name: "demo__add_note", InputSchema: []byte(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+		{Name: "demo__list_notes", InputSchema: []byte(`{"type":"object"}`)},
+	}
+	_, done, err := stream(t, c, provider.Request{Model: playground.DemoModelName, Messages: []provider.Message{user}, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done.Message.ToolCalls) != 1 || done.Message.ToolCalls[0].Name != "demo__add_note" ||
+		done.Message.ToolCalls[0].Arguments != `{"text":"hello \u003cthere\u003e"}` {
+		t.Fatalf("first answer: %+v", done.Message)
+	}
+	if !strings.Contains(done.Message.Content, "`demo/add_note`") || strings.Contains(done.Message.Content, "__") {
+		t.Errorf("the tool is not named as people see it: %s", done.Message.Content)
+	}
+	call := done.Message.ToolCalls[0]
+	msgs := []provider.Message{user, *done.Message, {Role: provider.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Content: "Saved note 1"},
+		{Role: provider.RoleAssistant, Content: "done"}, {Role: provider.RoleUser, Content: "show my notes"}}
+	if _, done, _ = stream(t, c, provider.Request{Model: playground.DemoModelName, Messages: msgs, Tools: tools}); len(done.Message.ToolCalls) != 1 ||
+		done.Message.ToolCalls[0].Name != "demo__list_notes" {
+		t.Errorf("asked for notes: %+v", done.Message)
 	}
 }
 

@@ -284,7 +284,7 @@ func TestEscaping(t *testing.T) {
 	if got := plainText(v.Channel[1].Blocks[1].Text); got != hostile {
 		t.Errorf("the link with a javascript: target reads %q, want its label as text", got)
 	}
-	if got := plainText(v.Channel[0].Blocks[0].Text); !strings.Contains(got, hostile) {
+	if got := plainText(v.Channel[0].Text); !strings.Contains(got, hostile) {
 		t.Errorf("the person's words came out as %q", got)
 	}
 	if got := v.Channel[1].Blocks[2].Elements[0]; got.Label != hostile || got.URL != "" {
@@ -299,11 +299,14 @@ func TestModalRoundTrip(t *testing.T) {
 	_, emu, creds, hs := testPage(t)
 	// The bot's side: a socket that answers the slash command by opening
 	// a form, and its submission with an error.
+	submitted := make(chan string, 1)
 	bot := startBot(t, emu, creds, func(envType string, payload map[string]any) any {
 		switch envType {
 		case slackemu.TypeSlashCommands:
 			view := `{"type":"modal","callback_id":"f","title":{"type":"plain_text","text":"Add"},"submit":{"type":"plain_text","text":"Save"},
-			  "blocks":[{"type":"input","block_id":"name","label":{"type":"plain_text","text":"Name"},"element":{"type":"plain_text_input","action_id":"n"}}]}`
+			  "blocks":[{"type":"input","block_id":"name","label":{"type":"plain_text","text":"Name"},"element":{"type":"plain_text_input","action_id":"n"}},
+			  {"type":"input","block_id":"opts","optional":true,"label":{"type":"plain_text","text":"Options"},"element":{"type":"checkboxes","action_id":"c",
+			    "options":[{"text":{"type":"plain_text","text":"Trusted"},"value":"trusted"},{"text":{"type":"plain_text","text":"Quiet"},"value":"quiet"}]}}]}`
 			trigger, _ := payload["trigger_id"].(string)
 			go func() {
 				if _, err := apiCall(emu, creds.BotToken, "views.open", url.Values{"trigger_id": {trigger}, "view": {view}}); err != nil {
@@ -312,6 +315,8 @@ func TestModalRoundTrip(t *testing.T) {
 			}()
 			return nil
 		case slackemu.TypeInteractive:
+			b, _ := json.Marshal(payload)
+			submitted <- string(b)
 			return map[string]any{"response_action": "errors", "errors": map[string]string{"name": "no " + hostile}}
 		}
 		return nil
@@ -326,12 +331,18 @@ func TestModalRoundTrip(t *testing.T) {
 		_ = json.Unmarshal([]byte(body), &v)
 		return v.Modal != nil
 	})
-	if v.Modal.Title != "Add" || v.Modal.Submit != "Save" || len(v.Modal.Blocks) != 1 || v.Modal.Blocks[0].Label != "Name" {
+	if v.Modal.Title != "Add" || v.Modal.Submit != "Save" || len(v.Modal.Blocks) != 2 || v.Modal.Blocks[0].Label != "Name" {
 		t.Errorf("modal = %+v", v.Modal)
 	}
-	code, body := post(t, hs, "/api/submit", map[string]any{"as": "U0CAROL", "view_id": v.Modal.ID, "values": map[string]map[string]string{"name": {"n": hostile}}})
+	if in := v.Modal.Blocks[1].Input; in == nil || in.Kind != "checkboxes" || len(in.Options) != 2 || in.Options[0].Label != "Trusted" {
+		t.Errorf("checkboxes = %+v", in)
+	}
+	code, body := post(t, hs, "/api/submit", map[string]any{"as": "U0CAROL", "view_id": v.Modal.ID, "values": map[string]any{"name": hostile, "opts": []string{"trusted"}}})
 	if code != http.StatusOK || !strings.Contains(body, `"action":"errors"`) {
 		t.Fatalf("submit: %d %s", code, body)
+	}
+	if got := <-submitted; !strings.Contains(got, `"selected_options":[{"text":{"text":"Trusted","type":"plain_text"},"value":"trusted"}]`) {
+		t.Errorf("the bot got %s; want the checked box only", got)
 	}
 	_, body = get(t, hs, "/api/view?as=U0CAROL&channel=C0GENERAL")
 	noMarkup(t, "modal with errors", body, "no "+hostile)

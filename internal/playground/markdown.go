@@ -2,7 +2,9 @@ package playground
 
 import (
 	"html"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -19,9 +21,88 @@ var markdownParser = goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser
 // Markdown renders standard Markdown into Nodes. Raw HTML stays text: the
 // page never interprets markup from a message.
 func Markdown(md string, names Names) []Node {
+	// Slack's own syntax (<@U…>, <#C…>, <!here>, <https://…|label>)
+	// works inside markdown too: each is swapped for a private-use rune
+	// before parsing and rendered as mrkdwn would after.
+	specials := slackSpecialRE.FindAllString(md, maxSpecials)
+	if len(specials) > 0 {
+		i := 0
+		md = slackSpecialRE.ReplaceAllStringFunc(md, func(m string) string {
+			if i >= maxSpecials {
+				return m
+			}
+			i++
+			return string(rune(specialBase + i - 1))
+		})
+	}
 	src := []byte(md)
 	doc := markdownParser.Parse(gmtext.NewReader(src))
-	return mdChildren(doc, src, names)
+	out := mdChildren(doc, src, names)
+	if len(specials) > 0 {
+		out = restoreSpecials(out, specials, names)
+	}
+	return out
+}
+
+// Slack syntax inside markdown, and the private-use runes standing for it.
+var slackSpecialRE = regexp.MustCompile(`<(?:[@#!][^<>\s|]+|(?:https?|mailto):[^<>\s|]+)(?:\|[^<>\n]*)?>`)
+
+const (
+	specialBase = 0xF0000 // Supplementary Private Use Area-A
+	maxSpecials = 4096
+)
+
+// restoreSpecials puts the Slack syntax back into the rendered nodes: as
+// mentions and links in text, as written inside code.
+func restoreSpecials(nodes []Node, specials []string, names Names) []Node {
+	var out []Node
+	for _, n := range nodes {
+		if n.Tag != "" {
+			if n.Tag == "code" || n.Tag == "pre" {
+				n.Kids = literalSpecials(n.Kids, specials)
+			} else {
+				n.Kids = restoreSpecials(n.Kids, specials, names)
+			}
+			out = append(out, n)
+			continue
+		}
+		start := 0
+		for i, r := range n.Text {
+			k := int(r) - specialBase
+			if k < 0 || k >= len(specials) {
+				continue
+			}
+			if i > start {
+				out = append(out, text(n.Text[start:i]))
+			}
+			inner := specials[k]
+			out = append(out, special(inner[1:len(inner)-1], names))
+			start = i + utf8.RuneLen(r)
+		}
+		if start < len(n.Text) {
+			out = append(out, text(n.Text[start:]))
+		}
+	}
+	return out
+}
+
+func literalSpecials(nodes []Node, specials []string) []Node {
+	for i := range nodes {
+		if nodes[i].Tag != "" {
+			nodes[i].Kids = literalSpecials(nodes[i].Kids, specials)
+			continue
+		}
+		var b strings.Builder
+		for _, r := range nodes[i].Text {
+			if k := int(r) - specialBase; k >= 0 && k < len(specials) {
+				b.WriteString(specials[k])
+				continue
+			}
+			b.WriteRune(r)
+		}
+		nodes[i].Text = b.String()
+	}
+	return nodes
 }
 
 func mdChildren(n ast.Node, src []byte, names Names) []Node {

@@ -37,7 +37,8 @@ type Block struct {
 // section's accessory.
 type Element struct {
 	// Kind: button, text (a context block's text), image (its alt text),
-	// text_input, select, or unsupported.
+	// text_input, select, multi_select, checkboxes, radio, number, date,
+	// or unsupported.
 	Kind     string `json:"kind"`
 	ActionID string `json:"action_id,omitempty"`
 	Value    string `json:"value,omitempty"`
@@ -55,8 +56,14 @@ type Element struct {
 	Placeholder string `json:"placeholder,omitempty"`
 	Initial     string `json:"initial,omitempty"`
 	MaxLength   int    `json:"max_length,omitempty"`
-	// Select options.
-	Options []Option `json:"options,omitempty"`
+	// Select, checkbox and radio options, and the values chosen
+	// initially.
+	Options  []Option `json:"options,omitempty"`
+	Selected []string `json:"selected,omitempty"`
+	// Number inputs.
+	Min     string `json:"min,omitempty"`
+	Max     string `json:"max,omitempty"`
+	Decimal bool   `json:"decimal,omitempty"`
 }
 
 // Confirm is a button's confirmation dialog.
@@ -124,6 +131,12 @@ type rawElement struct {
 	Initial     string          `json:"initial_value"`
 	MaxLength   int             `json:"max_length"`
 	Options     []rawOption     `json:"options"`
+	InitialOpt  *rawOption      `json:"initial_option"`
+	InitialOpts []rawOption     `json:"initial_options"`
+	InitialDate string          `json:"initial_date"`
+	MinValue    string          `json:"min_value"`
+	MaxValue    string          `json:"max_value"`
+	IsDecimal   bool            `json:"is_decimal_allowed"`
 }
 
 type rawBlock struct {
@@ -252,12 +265,30 @@ func renderElement(e rawElement, names Names) Element {
 		out.Kind = "text_input"
 		out.Multiline, out.Initial, out.MaxLength = e.Multiline, e.Initial, e.MaxLength
 		out.Placeholder = e.Placeholder.plain()
-	case "static_select":
-		out.Kind = "select"
+	case "static_select", "multi_static_select", "checkboxes", "radio_buttons":
+		out.Kind = map[string]string{"static_select": "select", "multi_static_select": "multi_select",
+			"checkboxes": "checkboxes", "radio_buttons": "radio"}[e.Type]
 		out.Label = e.Placeholder.plain()
 		for _, o := range e.Options {
 			out.Options = append(out.Options, Option{Label: o.Text.plain(), Value: o.Value})
 		}
+		if e.InitialOpt != nil {
+			out.Selected = []string{e.InitialOpt.Value}
+		}
+		for _, o := range e.InitialOpts {
+			out.Selected = append(out.Selected, o.Value)
+		}
+	case "number_input":
+		out.Kind = "number"
+		out.Initial, out.Min, out.Max, out.Decimal = e.Initial, e.MinValue, e.MaxValue, e.IsDecimal
+		out.Placeholder = e.Placeholder.plain()
+	case "datepicker":
+		out.Kind = "date"
+		out.Initial = e.InitialDate
+	case "email_text_input", "url_text_input":
+		out.Kind = "text_input"
+		out.Initial = e.Initial
+		out.Placeholder = e.Placeholder.plain()
 	default:
 		out.Kind = "unsupported"
 		out.Label = e.Type

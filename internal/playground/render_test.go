@@ -173,3 +173,21 @@ func FuzzRender(f *testing.F) {
 		checkBlocks(t, "blocks", RenderBlocks(blocks, testNames, nil))
 	})
 }
+
+// Slack's syntax inside a markdown block renders as mrkdwn would; inside
+// code it stays as written.
+func TestMarkdownSlackSyntax(t *testing.T) {
+	got := Markdown("_Stopped by <@U1>._ See <#C1> and <https://example.com/a|the docs> :tada:\n\n`<@U1>`", testNames)
+	checkNodes(t, "markdown", got)
+	want := []Node{
+		{Tag: "p", Kids: []Node{
+			{Tag: "i", Kids: []Node{text("Stopped by "), {Tag: "mention", Kids: []Node{text("@alice")}}, text(".")}},
+			text(" See "), {Tag: "mention", Kids: []Node{text("#general")}}, text(" and "),
+			{Tag: "a", Href: "https://example.com/a", Kids: []Node{text("the docs")}}, text(" 🎉"),
+		}},
+		{Tag: "p", Kids: []Node{{Tag: "code", Kids: []Node{text("<@U1>")}}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

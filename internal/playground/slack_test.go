@@ -15,7 +15,7 @@ func TestSlackSurface(t *testing.T) {
 	allowed := []string{
 		"AssistantStatuses", "AssistantThreadStarted", "Changed", "Click", "ClickView", "CloseView",
 		"Ephemerals", "Failures", "FileInfo", "FileMeta", "JournalSince", "LiveConnections", "Messages",
-		"Post", "React", "SlashCommand", "SubmitView", "Thread", "Views",
+		"Post", "React", "SlashCommand", "SubmitViewInputs", "Thread", "Views",
 	}
 	typ := reflect.TypeFor[Slack]()
 	var got []string

@@ -159,6 +159,9 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 	}
 	if thread != "" {
 		for _, m := range s.slack.Thread(channel, thread) {
+			if m.Via == "assistant_thread" && m.Text == "" && m.MarkdownText == "" && len(m.Blocks) == 0 && len(m.Files) == 0 {
+				continue // the assistant pane's root: Slack shows nothing for it
+			}
 			out.Thread = append(out.Thread, s.msg(m, me.ID))
 		}
 		for _, e := range mine {
@@ -230,6 +233,12 @@ func (s *Server) msg(m slackemu.Message, me string) Msg {
 	}
 	out.Blocks = RenderBlocks(m.Blocks, s.names, nil)
 	switch {
+	case !m.IsBot() && m.Text != "" && onlyRichText(m.Blocks):
+		// A person's own message shows as Slack shows what they typed:
+		// *bold*, :emoji:, mentions (the emulator's rich_text block
+		// keeps only the mentions).
+		out.Blocks = nil
+		out.Text = Mrkdwn(m.Text, s.names)
 	case len(out.Blocks) > 0:
 	case m.MarkdownText != "":
 		out.Text = Markdown(m.MarkdownText, s.names)
@@ -336,4 +345,21 @@ func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {
 		h.Set("Content-Disposition", "attachment")
 	}
 	_, _ = w.Write(f.Content)
+}
+
+// onlyRichText reports whether blocks are all rich_text (what a Slack
+// client attaches to a typed message).
+func onlyRichText(raw json.RawMessage) bool {
+	var bs []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &bs) != nil {
+		return len(raw) == 0
+	}
+	for _, b := range bs {
+		if b.Type != "rich_text" {
+			return false
+		}
+	}
+	return true
 }

@@ -156,24 +156,59 @@ function block(b, ctx) {
     case 'input': {
       const d = el('div', 'block input');
       const id = 'in-' + (++inputSeq);
-      const label = el('label', '', b.label + (b.optional ? ' (optional)' : ''));
-      label.htmlFor = id;
-      d.append(label);
       const inp = b.input || { kind: 'unsupported' };
+      const group = inp.kind === 'checkboxes' || inp.kind === 'radio';
+      const label = el(group ? 'span' : 'label', 'label', b.label + (b.optional ? ' (optional)' : ''));
+      label.id = id + '-label';
+      if (!group) label.htmlFor = id;
+      d.append(label);
+      const selected = new Set(inp.selected || []);
       let field;
-      if (inp.kind === 'text_input') {
+      if (group) {
+        // A group of checkboxes or radio buttons, read as one input.
+        field = el('div', 'choices');
+        field.setAttribute('role', inp.kind === 'radio' ? 'radiogroup' : 'group');
+        field.setAttribute('aria-labelledby', label.id);
+        field.dataset.kind = inp.kind;
+        (inp.options || []).forEach((o, i) => {
+          const row = el('label', 'choice');
+          const box = el('input');
+          box.type = inp.kind === 'radio' ? 'radio' : 'checkbox';
+          box.name = id;
+          box.id = id + '-' + i;
+          box.value = o.value;
+          box.checked = selected.has(o.value);
+          row.append(box, ' ' + o.label);
+          field.append(row);
+        });
+      } else if (inp.kind === 'select' || inp.kind === 'multi_select') {
+        field = el('select');
+        if (inp.kind === 'multi_select') { field.multiple = true; field.dataset.kind = 'multi_select'; }
+        else if (b.optional) { const none = el('option', '', inp.label || '—'); none.value = ''; field.append(none); }
+        for (const o of inp.options || []) {
+          const opt = el('option', '', o.label);
+          opt.value = o.value;
+          opt.selected = selected.has(o.value);
+          field.append(opt);
+        }
+      } else if (inp.kind === 'number') {
+        field = el('input');
+        field.type = 'number';
+        field.step = inp.decimal ? 'any' : '1';
+        if (inp.min) field.min = inp.min;
+        if (inp.max) field.max = inp.max;
+        if (inp.initial) field.value = inp.initial;
+        if (inp.placeholder) field.placeholder = inp.placeholder;
+      } else if (inp.kind === 'date') {
+        field = el('input');
+        field.type = 'date';
+        if (inp.initial) field.value = inp.initial;
+      } else if (inp.kind === 'text_input') {
         field = inp.multiline ? el('textarea') : el('input');
         if (!inp.multiline) field.type = 'text';
         if (inp.placeholder) field.placeholder = inp.placeholder;
         if (inp.initial) field.value = inp.initial;
         if (inp.max_length) field.maxLength = inp.max_length;
-      } else if (inp.kind === 'select') {
-        field = el('select');
-        for (const o of inp.options || []) {
-          const opt = el('option', '', o.label);
-          opt.value = o.value;
-          field.append(opt);
-        }
       } else {
         field = el('input');
         field.disabled = true;
@@ -182,7 +217,7 @@ function block(b, ctx) {
       field.id = id;
       field.dataset.block = b.block_id || '';
       field.dataset.action = inp.action_id || '';
-      field.required = !b.optional;
+      if (!group) field.required = !b.optional;
       d.append(field);
       const describedBy = [];
       if (b.hint) {
@@ -369,7 +404,7 @@ function renderModal(modal) {
   // errors, or updated).
   const typed = {};
   if (state.modalID === modal.id) {
-    for (const f of $('modal-body').querySelectorAll('[data-block]')) typed[f.dataset.block + '/' + f.dataset.action] = f.value;
+    for (const f of $('modal-body').querySelectorAll('[data-block]')) if (!f.dataset.kind) typed[f.dataset.block + '/' + f.dataset.action] = f.value;
   }
   state.modalJSON = json;
   state.modalID = modal.id;
@@ -392,12 +427,23 @@ function renderModal(modal) {
   if (first) first.focus();
 }
 
+// inputValue reads one form input as the emulator's SubmitViewInputs
+// takes it: a string, or a list of option values.
+function inputValue(f) {
+  switch (f.dataset.kind) {
+    case 'checkboxes': return [...f.querySelectorAll('input:checked')].map((i) => i.value);
+    case 'radio': { const c = f.querySelector('input:checked'); return c ? c.value : ''; }
+    case 'multi_select': return [...f.selectedOptions].map((o) => o.value);
+  }
+  return f.value;
+}
+
 async function submitModal(ev) {
   ev.preventDefault();
   const values = {};
   for (const f of $('modal-body').querySelectorAll('[data-block]')) {
     if (!f.dataset.block || !f.dataset.action) continue;
-    (values[f.dataset.block] = values[f.dataset.block] || {})[f.dataset.action] = f.value;
+    values[f.dataset.block] = inputValue(f);
   }
   $('modal-error').textContent = '';
   try {
@@ -463,8 +509,16 @@ async function react(ts, name, add) {
   try { await api('/api/react', { as: state.as, channel: state.channel, ts, name, add }); } catch (e) { showError('composer-error', e.message); }
 }
 
-function readFiles(input) {
-  return Promise.all([...input.files].map((f) => new Promise((resolve, reject) => {
+// chosen holds each composer's files: choosing again adds to them, as in
+// Slack (an input's own list is replaced on every choice).
+const chosen = {};
+
+function showChosen(filesId) {
+  $(filesId.replace('files', 'filelist')).textContent = (chosen[filesId] || []).map((f) => f.name).join(', ');
+}
+
+function readFiles(filesId) {
+  return Promise.all((chosen[filesId] || []).map((f) => new Promise((resolve, reject) => {
     const r = new FileReader();
     r.onload = () => resolve({ name: f.name, data: String(r.result).replace(/^data:[^,]*,/, '') });
     r.onerror = () => reject(new Error('could not read ' + f.name));
@@ -476,12 +530,17 @@ async function send(textId, filesId, errId, thread) {
   const ta = $(textId);
   const files = $(filesId);
   showError(errId, '');
+  if (textId === 'reply-text' && !thread) {
+    showError(errId, 'Open a thread first.');
+    return;
+  }
   try {
-    const data = await readFiles(files);
+    const data = await readFiles(filesId);
     await api('/api/post', { as: state.as, channel: state.channel, thread: thread || '', text: ta.value, files: data });
     ta.value = '';
     files.value = '';
-    $(filesId.replace('files', 'filelist')).textContent = '';
+    chosen[filesId] = [];
+    showChosen(filesId);
   } catch (e) {
     showError(errId, e.message);
   }
@@ -500,7 +559,9 @@ function wireComposer(formId, textId, filesId, errId, mentionId, threadOf) {
     ta.focus();
   });
   $(filesId).addEventListener('change', (e) => {
-    $(filesId.replace('files', 'filelist')).textContent = [...e.target.files].map((f) => f.name).join(', ');
+    chosen[filesId] = (chosen[filesId] || []).concat([...e.target.files]);
+    e.target.value = '';
+    showChosen(filesId);
   });
 }
 
