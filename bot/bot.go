@@ -191,9 +191,10 @@ type Bot struct {
 
 	sockets  atomic.Int32
 	draining atomic.Bool
-	cool     cooldown     // socket back-off after too_many_websockets
-	authed   atomic.Bool  // Authenticate succeeded
-	health   socketHealth // why no socket is open (startup.go)
+	cool     cooldown      // socket back-off after too_many_websockets
+	authed   atomic.Bool   // Authenticate succeeded
+	health   socketHealth  // why no socket is open (startup.go)
+	dials    atomic.Uint64 // sockets dialed so far (connections.go)
 
 	// workers tracks thread workers (they outlive a socket connection).
 	workers sync.WaitGroup

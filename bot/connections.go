@@ -77,7 +77,10 @@ func (c *cooldown) wait(ctx context.Context) bool {
 // socketDialer is the WebSocket dialer of one socket-mode client. When
 // Slack turns the connection away with too_many_websockets, it starts the
 // replica's cooldown and calls stop (which ends the client).
-func (b *Bot) socketDialer(stop func()) *websocket.Dialer {
+//
+// Every dial is numbered (b.dials); lastDial holds the number of the
+// client's newest socket.
+func (b *Bot) socketDialer(stop func(), lastDial *atomic.Uint64) *websocket.Dialer {
 	var once sync.Once
 	seen := func() {
 		once.Do(func() {
@@ -97,7 +100,7 @@ func (b *Bot) socketDialer(stop func()) *websocket.Dialer {
 			if err != nil {
 				return nil, err
 			}
-			return &sniffConn{Conn: c, onTooMany: seen, onLinkDisabled: b.linkDisabled}, nil
+			return b.sniff(c, seen, lastDial), nil
 		},
 	}
 	// For wss the frames are readable only above TLS: do the handshake
@@ -115,10 +118,17 @@ func (b *Bot) socketDialer(stop func()) *websocket.Dialer {
 			if err != nil {
 				return nil, err
 			}
-			return &sniffConn{Conn: c, onTooMany: seen, onLinkDisabled: b.linkDisabled}, nil
+			return b.sniff(c, seen, lastDial), nil
 		}
 	}
 	return d
+}
+
+// sniff wraps a freshly dialed connection, numbering the dial.
+func (b *Bot) sniff(c net.Conn, tooMany func(), lastDial *atomic.Uint64) *sniffConn {
+	seq := b.dials.Add(1)
+	lastDial.Store(seq)
+	return &sniffConn{Conn: c, onTooMany: tooMany, onLinkDisabled: b.linkDisabled}
 }
 
 // linkDisabledMarker is the disconnect reason Slack sends when Socket Mode

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -52,8 +53,9 @@ func (b *Bot) superviseSocket(ctx, turnCtx context.Context, n int) {
 func (b *Bot) runSocket(ctx, turnCtx context.Context, n int) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var lastDial atomic.Uint64
 	client := socketmode.New(b.api,
-		socketmode.OptionDialer(b.socketDialer(cancel)),
+		socketmode.OptionDialer(b.socketDialer(cancel, &lastDial)),
 		socketmode.OptionPingInterval(b.opts.PingInterval),
 	)
 	runErr := make(chan error, 1)
@@ -84,7 +86,7 @@ func (b *Bot) runSocket(ctx, turnCtx context.Context, n int) error {
 			switch evt.Type {
 			case socketmode.EventTypeConnected, socketmode.EventTypeHello:
 				setConnected(true)
-				b.health.ok()
+				b.health.ok(lastDial.Load())
 				if evt.Request != nil && evt.Type == socketmode.EventTypeHello {
 					b.log.Debug("bot: socket hello", "conn", n, "num_connections", evt.Request.NumConnections)
 				}

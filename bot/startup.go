@@ -142,7 +142,7 @@ func (b *Bot) untilAnswered(ctx context.Context, method string, call func() erro
 		if errors.As(err, &rl) {
 			wait = max(wait, rl.RetryAfter)
 		}
-		b.health.fail("Slack did not answer "+method+" at start-up: "+err.Error(), false) // for /readyz
+		b.health.fail("Slack did not answer "+method+" at start-up: "+err.Error(), false, 0) // for /readyz
 		b.log.Warn("bot: Slack did not answer at start-up; retrying", "method", method, "err", err, "backoff", wait)
 		if !sleepCtx(ctx, wait) {
 			return fmt.Errorf("%s: %w", method, context.Cause(ctx))
@@ -160,17 +160,21 @@ type socketHealth struct {
 	reason string
 	sticky bool
 	logged string
+	// stickyAt is the dial count when the sticky reason was recorded: only
+	// a socket dialed after it clears the reason (a hello of the closed
+	// socket may still be queued behind the close that set it).
+	stickyAt uint64
 }
 
 // fail records reason; it reports whether the reason is new and sticky
 // (the caller logs it at ERROR).
-func (h *socketHealth) fail(reason string, sticky bool) (logIt bool) {
+func (h *socketHealth) fail(reason string, sticky bool, dials uint64) (logIt bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sticky && !sticky {
 		return false // a retry's transient error does not hide the cause
 	}
-	h.reason, h.sticky = reason, sticky
+	h.reason, h.sticky, h.stickyAt = reason, sticky, dials
 	if sticky && h.logged != reason {
 		h.logged = reason
 		return true
@@ -178,11 +182,15 @@ func (h *socketHealth) fail(reason string, sticky bool) (logIt bool) {
 	return false
 }
 
-// ok clears the reason: a socket is open.
-func (h *socketHealth) ok() {
+// ok clears the reason: the socket of dial number dial is open. A sticky
+// reason recorded after that dial stays.
+func (h *socketHealth) ok(dial uint64) {
 	h.mu.Lock()
-	h.reason, h.sticky, h.logged = "", false, ""
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	if h.sticky && dial <= h.stickyAt {
+		return
+	}
+	h.reason, h.sticky, h.logged, h.stickyAt = "", false, "", 0
 }
 
 func (h *socketHealth) why() string {
@@ -195,18 +203,18 @@ func (h *socketHealth) why() string {
 // reasons the operator must act on at ERROR once.
 func (b *Bot) socketFailed(conn int, err error) {
 	if te := tokenRejection(appTokenVar, err); te != nil {
-		if b.health.fail(te.Error(), true) {
+		if b.health.fail(te.Error(), true, b.dials.Load()) {
 			b.log.Error("bot: "+te.Error()+"; this replica stays unready and retries every few minutes", "conn", conn)
 		}
 		return
 	}
-	b.health.fail("cannot open a socket-mode connection: "+err.Error(), false)
+	b.health.fail("cannot open a socket-mode connection: "+err.Error(), false, 0)
 }
 
 // linkDisabled is Slack closing a socket because Socket Mode was turned off.
 func (b *Bot) linkDisabled() {
 	const reason = "Slack closed the socket: Socket Mode is turned off for the app of " + appTokenVar + " (link_disabled); turn it on under Settings → Socket Mode"
-	if b.health.fail(reason, true) {
+	if b.health.fail(reason, true, b.dials.Load()) {
 		b.log.Error("bot: " + reason)
 	}
 }
