@@ -55,7 +55,6 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	env := map[string]string{
 		"PLAYGROUND_ADDR":      addr,
 		"REDIS_URL":            os.Getenv("REDIS_URL"),
-		"STREAM_EDIT_INTERVAL": "150ms",
 		"SHUTDOWN_GRACE":       "3s",
 	}
 	var out syncBuffer
