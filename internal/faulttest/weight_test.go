@@ -1,0 +1,126 @@
+package faulttest
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bobbinbot/bobbin/internal/slackemu"
+)
+
+// TestWeight measures the process's weight (issue 23): idle RSS, peak RSS
+// under 10 concurrent turns in 10 channels, and the time from process
+// start to its Socket Mode connection, with an external Redis and with
+// the embedded one (REDIS_URL unset). It asserts nothing about the
+// figures (they depend on the machine): it reports them, one line per
+// round; BOBBIN_WEIGHT_ROUNDS sets the rounds (default 1).
+func TestWeight(t *testing.T) {
+	rounds := 1
+	if n, err := strconv.Atoi(os.Getenv("BOBBIN_WEIGHT_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	for _, redis := range []string{"external", "embedded"} {
+		t.Run(redis, func(t *testing.T) {
+			var idle, peak, connect []float64
+			for round := range rounds {
+				w := measureWeight(t, redis == "embedded")
+				report(t, "weight", "redis", redis, "round", round+1, "idle_rss_mib", mib(w.idle),
+					"peak_rss_mib", mib(w.peak), "start_to_connected_ms", w.connect.Milliseconds(),
+					"answered", w.answered)
+				idle = append(idle, mib(w.idle))
+				peak = append(peak, mib(w.peak))
+				connect = append(connect, float64(w.connect.Milliseconds()))
+			}
+			report(t, "weight-summary", "redis", redis, "rounds", rounds,
+				"idle_rss_mib", spread(idle), "peak_rss_mib", spread(peak), "start_to_connected_ms", spread(connect))
+		})
+	}
+}
+
+type weight struct {
+	idle, peak int64 // bytes
+	connect    time.Duration
+	answered   bool
+}
+
+func measureWeight(t *testing.T, embedded bool) weight {
+	env := map[string]string{"MAX_CONCURRENT_TURNS": "16"}
+	if embedded {
+		env["REDIS_URL"] = ""
+	}
+	c := newCluster(t, clusterOpts{words: 60, interval: 100 * time.Millisecond, env: env})
+	channels := make([]string, 10)
+	for i := range channels {
+		channels[i] = fmt.Sprintf("CW%03d", i)
+		c.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: channels[i], Name: fmt.Sprintf("weight-%d", i), BotMember: true})
+	}
+	began := time.Now()
+	r := c.start()
+	var w weight
+	for _, ci := range c.emu.Connections() {
+		if w.connect == 0 || ci.OpenedAt.Sub(began) < w.connect {
+			w.connect = ci.OpenedAt.Sub(began)
+		}
+	}
+	// Idle: after start-up settles (background loads included).
+	time.Sleep(5 * time.Second)
+	w.idle = procStatus(t, r, "VmRSS")
+
+	roots := map[string][2]string{}
+	for i, ch := range channels {
+		id := fmt.Sprintf("msg-%d", i+1)
+		roots[id] = [2]string{ch, c.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "please answer "+id, "").TS}
+	}
+	w.answered = poll(60*time.Second, func() bool {
+		for id, at := range roots {
+			st := stateOf(c.emu.BotReplies(at[0], at[1]))
+			if st.complete[id] == 0 || st.live > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	w.peak = procStatus(t, r, "VmHWM")
+	r.p.kill()
+	return w
+}
+
+// procStatus reads one "kB" field of /proc/<pid>/status, in bytes.
+func procStatus(t *testing.T, r *replica, field string) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", r.p.cmd.Process.Pid))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", field, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("/proc/<pid>/status has no %s", field)
+	return 0
+}
+
+func mib(b int64) float64 { return float64(b*10>>20) / 10 }
+
+// spread formats the median and the range of xs.
+func spread(xs []float64) string {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return fmt.Sprintf("median=%.1f[%.1f..%.1f]", med, s[0], s[len(s)-1])
+}
