@@ -71,11 +71,18 @@ func binary(t *testing.T) string {
 		}
 		buildBin = filepath.Join(buildDir, "bobbin")
 		args := []string{"build", "-o", buildBin}
+		env := os.Environ()
 		if os.Getenv("BOBBIN_FAULT_RACE") == "1" {
 			args = append(args, "-race")
+		} else {
+			// As the Dockerfile builds it (the weight figures are the
+			// shipped binary's).
+			args = append(args, "-trimpath", "-ldflags=-s -w")
+			env = append(env, "CGO_ENABLED=0")
 		}
 		cmd := exec.Command("go", append(args, "./cmd/bot")...)
 		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/bot: %v\n%s", err, out)
 		}

@@ -31,7 +31,7 @@ func TestWeight(t *testing.T) {
 				w := measureWeight(t, redis == "embedded")
 				report(t, "weight", "redis", redis, "round", round+1, "idle_rss_mib", mib(w.idle),
 					"peak_rss_mib", mib(w.peak), "start_to_connected_ms", w.connect.Milliseconds(),
-					"answered", w.answered)
+					"answered", w.answered, "idle", "{"+w.idleDetail+"}", "after_turns", "{"+w.afterDetail+"}")
 				idle = append(idle, mib(w.idle))
 				peak = append(peak, mib(w.peak))
 				connect = append(connect, float64(w.connect.Milliseconds()))
@@ -46,6 +46,18 @@ type weight struct {
 	idle, peak int64 // bytes
 	connect    time.Duration
 	answered   bool
+	// idleDetail and afterDetail break RSS down (anonymous vs file pages,
+	// the Go heap and stacks) at idle and after the turns.
+	idleDetail, afterDetail string
+}
+
+// detail breaks a replica's memory down, in MiB.
+func detail(t *testing.T, r *replica) string {
+	m := func(v float64) float64 { return mib(int64(v)) }
+	return fmt.Sprintf("anon=%.1f file=%.1f heap_inuse=%.1f heap_sys=%.1f heap_released=%.1f stack=%.1f goroutines=%.0f",
+		mib(procStatus(t, r, "RssAnon")), mib(procStatus(t, r, "RssFile")),
+		m(r.metric("go_memstats_heap_inuse_bytes")), m(r.metric("go_memstats_heap_sys_bytes")),
+		m(r.metric("go_memstats_heap_released_bytes")), m(r.metric("go_memstats_stack_inuse_bytes")), r.metric("go_goroutines"))
 }
 
 func measureWeight(t *testing.T, embedded bool) weight {
@@ -70,6 +82,7 @@ func measureWeight(t *testing.T, embedded bool) weight {
 	// Idle: after start-up settles (background loads included).
 	time.Sleep(5 * time.Second)
 	w.idle = procStatus(t, r, "VmRSS")
+	w.idleDetail = detail(t, r)
 
 	roots := map[string][2]string{}
 	for i, ch := range channels {
@@ -86,6 +99,7 @@ func measureWeight(t *testing.T, embedded bool) weight {
 		return true
 	})
 	w.peak = procStatus(t, r, "VmHWM")
+	w.afterDetail = detail(t, r)
 	r.p.kill()
 	return w
 }
