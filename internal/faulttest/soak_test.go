@@ -65,7 +65,7 @@ func TestSoak(t *testing.T) {
 	rate = cmpOr(*soakRate, rate)
 	restartEvery = cmpOr(*soakRestarts, restartEvery)
 	sampleEvery := max(dur/60, 2*time.Second)
-	warmup := dur * 3 / 10
+	warmup := dur * 4 / 10
 
 	act := newActServer(t)
 	cfgPath := filepath.Join(t.TempDir(), "mcp.yaml")
@@ -245,27 +245,36 @@ func TestSoak(t *testing.T) {
 	answered, duplicates, lost := answeredCount(all)
 	runs := act.executions()
 	notOnce := 0
-	for id := range all {
+	for id, r := range all {
 		if runs[id] != 1 {
 			notOnce++
+			t.Logf("%s (channel %s, thread %s): tool ran %d times", id, r.channel, r.ts, runs[id])
 		}
 	}
 	limited := c.emu.RateLimited()
 	stats := c.emu.ConnStats()
 	live := c.emu.LiveConnections()
 
-	// Flat after warm-up: the median of the first window after warm-up
-	// against the median of the last window of traffic.
+	// Flat after warm-up: the first window after warm-up against the last
+	// window of traffic.
 	var traffic []soakSample
 	for _, s := range samples[:len(samples)-1] {
 		traffic = append(traffic, s)
 	}
 	early, late := windows(traffic, warmup)
 	rssEarly, rssLate := median(early, func(s soakSample) float64 { return float64(s.rssA) }), median(late, func(s soakSample) float64 { return float64(s.rssA) })
-	goEarly, goLate := median(early, func(s soakSample) float64 { return s.goA }), median(late, func(s soakSample) float64 { return s.goA })
+	// Goroutines: the floor of each window (turns in flight add a few
+	// for a moment; a leak raises the floor).
+	goEarly, goLate := floor(early, func(s soakSample) float64 { return s.goA }), floor(late, func(s soakSample) float64 { return s.goA })
 	persistEarly := median(early, func(s soakSample) float64 { return float64(s.persistentKeys) })
 
 	csvPath, pngPath := writeSoakCurves(t, samples)
+	defer func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(csvPath)
+			t.Logf("soak curves:\n%s", data)
+		}
+	}()
 	report(t, "soak", "duration", dur, "rate_per_s", rate, "channels", soakChannels, "restarts_of_b", restarts,
 		"mentions", len(all), "answered", answered, "lost", lost, "duplicate_replies", duplicates,
 		"tool_not_run_exactly_once", notOnce, "clicks", clicks, "drained", drained,
@@ -321,6 +330,16 @@ func windows(s []soakSample, warmup time.Duration) (early, late []soakSample) {
 		return nil, nil
 	}
 	return after[:n], after[len(after)-n:]
+}
+
+func floor(s []soakSample, f func(soakSample) float64) float64 {
+	lo := 0.0
+	for i, x := range s {
+		if v := f(x); i == 0 || v < lo {
+			lo = v
+		}
+	}
+	return lo
 }
 
 func median(s []soakSample, f func(soakSample) float64) float64 {

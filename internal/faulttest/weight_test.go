@@ -54,8 +54,8 @@ type weight struct {
 // detail breaks a replica's memory down, in MiB.
 func detail(t *testing.T, r *replica) string {
 	m := func(v float64) float64 { return mib(int64(v)) }
-	return fmt.Sprintf("anon=%.1f file=%.1f heap_inuse=%.1f heap_sys=%.1f heap_released=%.1f stack=%.1f goroutines=%.0f",
-		mib(procStatus(t, r, "RssAnon")), mib(procStatus(t, r, "RssFile")),
+	return fmt.Sprintf("anon=%.1f file=%.1f binary=%s heap_inuse=%.1f heap_sys=%.1f heap_released=%.1f stack=%.1f goroutines=%.0f",
+		mib(procStatus(t, r, "RssAnon")), mib(procStatus(t, r, "RssFile")), binaryRSS(r),
 		m(r.metric("go_memstats_heap_inuse_bytes")), m(r.metric("go_memstats_heap_sys_bytes")),
 		m(r.metric("go_memstats_heap_released_bytes")), m(r.metric("go_memstats_stack_inuse_bytes")), r.metric("go_goroutines"))
 }
@@ -137,4 +137,36 @@ func spread(xs []float64) string {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return fmt.Sprintf("median=%.1f[%.1f..%.1f]", med, s[0], s[len(s)-1])
+}
+
+// binaryRSS sums the resident pages of the executable's mappings by
+// permissions (r-xp: code, r--p: read-only data and the pcln table).
+func binaryRSS(r *replica) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", r.p.cmd.Process.Pid))
+	if err != nil {
+		return "?"
+	}
+	byPerm := map[string]int64{}
+	var perms []string
+	cur := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-") && strings.HasSuffix(f[5], "bobbin"):
+			cur = f[1]
+			if _, ok := byPerm[cur]; !ok {
+				perms = append(perms, cur)
+			}
+		case len(f) >= 2 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			cur = ""
+		case cur != "" && f[0] == "Rss:":
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			byPerm[cur] += kb << 10
+		}
+	}
+	var out []string
+	for _, p := range perms {
+		out = append(out, fmt.Sprintf("%s:%.1f", p, mib(byPerm[p])))
+	}
+	return strings.Join(out, ",")
 }
