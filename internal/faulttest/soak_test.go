@@ -257,11 +257,7 @@ func TestSoak(t *testing.T) {
 
 	// Flat after warm-up: the first window after warm-up against the last
 	// window of traffic.
-	var traffic []soakSample
-	for _, s := range samples[:len(samples)-1] {
-		traffic = append(traffic, s)
-	}
-	early, late := windows(traffic, warmup)
+	early, late := windows(samples[:len(samples)-1], warmup)
 	rssEarly, rssLate := median(early, func(s soakSample) float64 { return float64(s.rssA) }), median(late, func(s soakSample) float64 { return float64(s.rssA) })
 	// Goroutines: the floor of each window (turns in flight add a few
 	// for a moment; a leak raises the floor).
