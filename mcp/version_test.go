@@ -1,0 +1,156 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeVersions is an in-memory VersionSource.
+type fakeVersions struct {
+	mu    sync.Mutex
+	v     map[string]int64
+	err   error
+	reads int
+}
+
+func (f *fakeVersions) WorkspaceVersion(_ context.Context, team string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	return f.v[team], f.err
+}
+
+func (f *fakeVersions) bump(team string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.v == nil {
+		f.v = map[string]int64{}
+	}
+	f.v[team]++
+}
+
+// Another replica's change applies at the next call when the workspace's
+// version moved, even with a registration cache of an hour; without a move
+// the cache is used (one version read, no registrations read).
+func TestVersionReloadsRegistrations(t *testing.T) {
+	port := startModernHTTP(t)
+	vs := &fakeVersions{}
+	m := newTestManager(t, nil, func(o *Options) {
+		o.AllowPrivateNetworks = true
+		o.RegistrationTTL = time.Hour
+		o.Versions = vs
+	})
+	ctx := context.Background()
+	if tools, err := m.Tools(ctx, "T1"); err != nil || len(tools) != 0 {
+		t.Fatalf("Tools = %v, %v", toolNames(tools), err)
+	}
+	names := func() []string {
+		t.Helper()
+		tools, err := m.Tools(ctx, "T1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolNames(tools)
+	}
+
+	// Stored without a bump (as a replica without versions would): the
+	// cache hides it.
+	m.regs.set("T1", Registered{Name: "late", URL: "http://late.test:" + port + "/"})
+	if got := names(); slices.Contains(got, "late__echo") {
+		t.Fatalf("Tools before the version moved = %v; want the cached (empty) list", got)
+	}
+	// The other replica bumps the version: the next call sees the server.
+	vs.bump("T1")
+	if got := names(); !slices.Contains(got, "late__echo") {
+		t.Fatalf("Tools after the version moved = %v; want late__echo", got)
+	}
+	calls := m.regs.count()
+	for range 3 {
+		names()
+	}
+	if m.regs.count() != calls {
+		t.Errorf("registrations read %d more times with an unchanged version; want 0", m.regs.count()-calls)
+	}
+	// A scope change elsewhere: applied at the next call.
+	m.regs.set("T1", Registered{Name: "late", URL: "http://late.test:" + port + "/", Scope: Scope{Channels: []string{"C9"}}})
+	vs.bump("T1")
+	if tools, err := m.ToolsFor(ctx, Access{Team: "T1", Channel: "C1"}); err != nil || len(tools) != 0 {
+		t.Errorf("Tools in C1 after the scope moved to C9 = %v, %v; want none", toolNames(tools), err)
+	}
+	if tools, err := m.ToolsFor(ctx, Access{Team: "T1", Channel: "C9"}); err != nil || !slices.Contains(toolNames(tools), "late__echo") {
+		t.Errorf("Tools in C9 = %v, %v; want late__echo", toolNames(tools), err)
+	}
+	// Removed elsewhere.
+	m.regs.set("T1")
+	vs.bump("T1")
+	if got := names(); len(got) != 0 {
+		t.Errorf("Tools after removal elsewhere = %v; want none", got)
+	}
+	// Another workspace's version does not reload this one.
+	calls = m.regs.count()
+	vs.bump("T2")
+	names()
+	if m.regs.count() != calls {
+		t.Errorf("a bump of T2 reloaded T1's registrations")
+	}
+}
+
+// When the version cannot be read, the cached registrations serve (the
+// TTL stays the safety net) and the failure is logged.
+func TestVersionUnavailable(t *testing.T) {
+	vs := &fakeVersions{err: errors.New("redis down")}
+	m := newTestManager(t, nil, func(o *Options) { o.RegistrationTTL = time.Hour; o.Versions = vs })
+	ctx := context.Background()
+	if _, err := m.Tools(ctx, "T1"); err != nil {
+		t.Fatal(err)
+	}
+	calls := m.regs.count()
+	if _, err := m.Tools(ctx, "T1"); err != nil {
+		t.Fatal(err)
+	}
+	if m.regs.count() != calls {
+		t.Errorf("registrations read again while the version is unavailable and the cache fresh")
+	}
+	if !strings.Contains(m.logs.String(), "workspace version unavailable") {
+		t.Errorf("no log line about the unavailable version; logs:\n%s", m.logs.String())
+	}
+}
+
+// A moved version drops the workspace's cached OAuth tokens: a person who
+// disconnected on another replica is not served from this one's cache.
+func TestVersionDropsCachedTokens(t *testing.T) {
+	vs := &fakeVersions{}
+	m := newTestManager(t, nil, func(o *Options) { o.Versions = vs })
+	ctx := context.Background()
+	k1, k2 := connKey{"T1", "docs", "U1"}, connKey{"T2", "docs", "U1"}
+	m.oauth.mu.Lock()
+	m.oauth.cache[k1], m.oauth.cache[k2] = &tokenRecord{}, &tokenRecord{}
+	m.oauth.mu.Unlock()
+	if _, err := m.Tools(ctx, "T1"); err != nil {
+		t.Fatal(err)
+	}
+	if m.oauth.cached(k1) == nil {
+		t.Fatal("the first load dropped cached tokens; want them kept until the version moves")
+	}
+	vs.bump("T1")
+	if _, err := m.Tools(ctx, "T1"); err != nil {
+		t.Fatal(err)
+	}
+	if m.oauth.cached(k1) != nil {
+		t.Error("T1's cached token survived a moved version")
+	}
+	if m.oauth.cached(k2) == nil {
+		t.Error("T2's cached token was dropped by T1's version")
+	}
+}
+
+func (f *fakeRegs) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
