@@ -285,6 +285,39 @@ func (s *Store) LockOAuth(ctx context.Context, team, server, principal string, t
 	return s.lockKey(ctx, s.k.oauthLock(team, server, p), ttl, "oauth lock")
 }
 
+// ClaimOAuthPrompt claims the one Connect prompt of (team, server,
+// principal) across replicas: claimed is false when another replica's
+// prompt is still out (its turn waits for the connection too, and asks
+// again only when that prompt is over). The claim expires after ttl even
+// if its holder dies; release ends it while it is still ours.
+func (s *Store) ClaimOAuthPrompt(ctx context.Context, team, server, principal string, ttl time.Duration) (release func(), claimed bool, err error) {
+	p, err := principalPart(principal)
+	if err = errors.Join(err, checkPart("team", team), checkPart("server name", server)); err != nil {
+		return nil, false, err
+	}
+	if ttl <= 0 {
+		ttl = 10 * time.Minute
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	key := s.k.oauthPrompt(team, server, p)
+	ok, err := s.rdb.SetNX(ctx, key, token, ttl).Result()
+	if err != nil {
+		return nil, false, s.wrap("oauth prompt "+server, err)
+	}
+	if !ok {
+		return func() {}, false, nil
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := unlockScript.Run(ctx, s.rdb, []string{key}, token).Err(); err != nil {
+			s.log.Warn("session: releasing an oauth prompt claim", "err", err)
+		}
+	}, true, nil
+}
+
 // NotifyOAuth wakes whoever waits for (team, server, principal), on any
 // replica, with outcome (e.g. "connected" or a short failure text).
 func (s *Store) NotifyOAuth(ctx context.Context, team, server, principal, outcome string) error {

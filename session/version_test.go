@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Two admins add the same server name at once (on two replicas): exactly
@@ -174,4 +175,33 @@ func TestWorkspaceVersionMoves(t *testing.T) {
 	if ttl := s.rdb.PTTL(ctx, s.k.version(team)).Val(); ttl <= 0 {
 		t.Errorf("version key TTL after retire = %v, want one", ttl)
 	}
+}
+
+// One Connect prompt per connection across replicas: the second claim
+// loses while the first is out, and wins once it is released (or expired).
+func TestClaimOAuthPrompt(t *testing.T) {
+	s := newStore(t, Options{})
+	other := peer(t, s, Options{})
+	ctx := ctxT(t)
+	team := "T" + strings.ToUpper(randomID())
+	release, ok, err := s.ClaimOAuthPrompt(ctx, team, "docs", "U1", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("first claim = %v, %v; want claimed", ok, err)
+	}
+	if _, ok, err := other.ClaimOAuthPrompt(ctx, team, "docs", "U1", time.Minute); err != nil || ok {
+		t.Fatalf("second claim while the first is out = %v, %v; want lost", ok, err)
+	}
+	if _, ok, err := other.ClaimOAuthPrompt(ctx, team, "docs", "U2", time.Minute); err != nil || !ok {
+		t.Fatalf("another person's claim = %v, %v; want claimed", ok, err)
+	}
+	release()
+	release2, ok, err := other.ClaimOAuthPrompt(ctx, team, "docs", "U1", 50*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatalf("claim after release = %v, %v; want claimed", ok, err)
+	}
+	release() // a stale release does not end the new holder's claim
+	if _, ok, _ := s.ClaimOAuthPrompt(ctx, team, "docs", "U1", time.Minute); ok {
+		t.Fatal("an old holder's release ended the new claim")
+	}
+	release2()
 }

@@ -195,6 +195,7 @@ func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompt
 		Locker:         store,
 		Waker:          store,
 		Prompter:       prompter,
+		Prompts:        store,
 		ConnectTimeout: timeout,
 		Audit: func(ctx context.Context, e mcp.AuditEvent) {
 			// "event" and "outcome" as the bot's own entries, so /bobbin
