@@ -342,6 +342,7 @@ func (m *Manager) registrations(ctx context.Context, team string) []Registered {
 			case known && v != ver:
 				fresh = false
 				m.oauth.forgetTeam(team)
+				m.relistTeam(team)
 			case !known:
 				fresh = false // loaded while the version was unknown
 			}
@@ -374,6 +375,25 @@ func (m *Manager) registrations(ctx context.Context, team string) []Registered {
 	// moves it again and the next turn reloads once more.
 	ws.ver, ws.verOK = cur, curOK
 	return regs
+}
+
+// relistTeam makes the team's mounts list their tools again at their next
+// use, so tool pins approved on another replica (and whatever else a
+// version bump announces) apply here too.
+func (m *Manager) relistTeam(team string) {
+	m.mu.Lock()
+	var mts []*mount
+	if ws := m.teams[team]; ws != nil {
+		for _, mt := range ws.mounts {
+			mts = append(mts, mt)
+		}
+	}
+	m.mu.Unlock()
+	for _, mt := range mts {
+		for _, x := range append(mt.subMounts(), mt) {
+			x.toolsChanged()
+		}
+	}
 }
 
 // fingerprint identifies what a mount connects to; the scope is left out

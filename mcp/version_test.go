@@ -3,11 +3,16 @@ package mcp
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // fakeVersions is an in-memory VersionSource.
@@ -153,4 +158,45 @@ func (f *fakeRegs) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls
+}
+
+// A moved version makes the workspace's servers list their tools again at
+// the next turn: pins approved on another replica (a changed tool enabled)
+// apply here too, even for servers whose listing never expires.
+func TestVersionRelistsTools(t *testing.T) {
+	legacy := newLegacyServer(&lockedWriter{w: io.Discard})
+	srv := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return legacy },
+		&mcpsdk.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	t.Cleanup(srv.Close)
+	vs := &fakeVersions{}
+	m := newTestManager(t, nil, func(o *Options) {
+		o.AllowPrivateNetworks = true
+		o.RegistrationTTL = time.Hour
+		o.Versions = vs
+	})
+	m.regs.set("T1", Registered{Name: "srv", URL: strings.Replace(srv.URL, "127.0.0.1", "srv.test", 1) + "/mcp"})
+	ctx := context.Background()
+	listedAt := func() time.Time {
+		t.Helper()
+		if _, err := m.Tools(ctx, "T1"); err != nil {
+			t.Fatal(err)
+		}
+		m.mu.Lock()
+		mt := m.teams["T1"].mounts["srv"]
+		m.mu.Unlock()
+		mt.mu.Lock()
+		defer mt.mu.Unlock()
+		return mt.listedAt
+	}
+	first := listedAt()
+	if first.IsZero() {
+		t.Fatalf("never listed: %+v\n%s", statusOf(t, m.Manager, "T1", "srv"), m.logs.String())
+	}
+	if again := listedAt(); !again.Equal(first) {
+		t.Fatalf("listed again without a version move (%v, then %v)", first, again)
+	}
+	vs.bump("T1")
+	if after := listedAt(); !after.After(first) {
+		t.Errorf("not listed again after the version moved (%v, then %v)", first, after)
+	}
 }

@@ -244,7 +244,7 @@ func (s *Store) ToolPins(ctx context.Context, team, server string) (map[string]s
 }
 
 // PutToolPins replaces a server's pins atomically (an empty map removes
-// them). At most MaxToolPins tools.
+// them) and bumps the workspace's version. At most MaxToolPins tools.
 func (s *Store) PutToolPins(ctx context.Context, team, server string, pins map[string]string) error {
 	if err := errors.Join(checkPart("team", team), checkPart("server name", server)); err != nil {
 		return err
@@ -261,6 +261,7 @@ func (s *Store) PutToolPins(ctx context.Context, team, server string, pins map[s
 	} else {
 		pipe.SRem(ctx, s.k.workspaceIndex(team), key)
 	}
+	s.bump(ctx, pipe, team) // an approval on one replica enables the tools on all
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("put tool pins "+server, err)
 	}

@@ -154,6 +154,7 @@ func TestWorkspaceVersionMoves(t *testing.T) {
 		{"disconnect", func() error { return s.DeleteOAuthConnection(ctx, team, "docs", "U1") }},
 		{"disconnect all", func() error { return s.DeleteOAuthConnections(ctx, team, "docs") }},
 		{"remove", func() error { return s.DeleteRegistration(ctx, team, "docs") }},
+		{"approve (pins)", func() error { return s.PutToolPins(ctx, team, "docs", map[string]string{"echo": "h1"}) }},
 		{"bump", func() error { return s.BumpWorkspace(ctx, team) }},
 	}
 	for _, st := range steps {
