@@ -2,17 +2,23 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/session"
 )
 
 // fakeVersions is an in-memory VersionSource.
@@ -164,17 +170,14 @@ func (f *fakeRegs) count() int {
 // the next turn: pins approved on another replica (a changed tool enabled)
 // apply here too, even for servers whose listing never expires.
 func TestVersionRelistsTools(t *testing.T) {
-	legacy := newLegacyServer(&lockedWriter{w: io.Discard})
-	srv := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return legacy },
-		&mcpsdk.StreamableHTTPOptions{DisableLocalhostProtection: true}))
-	t.Cleanup(srv.Close)
+	url := startLegacyHTTP(t)
 	vs := &fakeVersions{}
 	m := newTestManager(t, nil, func(o *Options) {
 		o.AllowPrivateNetworks = true
 		o.RegistrationTTL = time.Hour
 		o.Versions = vs
 	})
-	m.regs.set("T1", Registered{Name: "srv", URL: strings.Replace(srv.URL, "127.0.0.1", "srv.test", 1) + "/mcp"})
+	m.regs.set("T1", Registered{Name: "srv", URL: url})
 	ctx := context.Background()
 	listedAt := func() time.Time {
 		t.Helper()
@@ -199,4 +202,66 @@ func TestVersionRelistsTools(t *testing.T) {
 	if after := listedAt(); !after.After(first) {
 		t.Errorf("not listed again after the version moved (%v, then %v)", first, after)
 	}
+}
+
+// BenchmarkToolsForWithVersion is a turn's tool lookup with nothing
+// changed: with the workspace's version read from Redis (REDIS_URL, else
+// miniredis) against the cache alone.
+func BenchmarkToolsForWithVersion(b *testing.B) {
+	url := startLegacyHTTP(b)
+	for _, withVersion := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cache-only", true: "version-read"}[withVersion], func(b *testing.B) {
+			r := newBenchStore(b)
+			m := newTestManager(b, nil, func(o *Options) {
+				o.AllowPrivateNetworks = true
+				o.RegistrationTTL = time.Hour
+				if withVersion {
+					o.Versions = r
+				}
+			})
+			m.regs.set("T1", Registered{Name: "srv", URL: url})
+			ctx := context.Background()
+			if _, err := m.Tools(ctx, "T1"); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := m.Tools(ctx, "T1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// startLegacyHTTP serves the legacy test server (its tool list never
+// expires) until the end of the test and returns its registered URL.
+func startLegacyHTTP(t testing.TB) string {
+	t.Helper()
+	legacy := newLegacyServer(&lockedWriter{w: io.Discard})
+	srv := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return legacy },
+		&mcpsdk.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	t.Cleanup(srv.Close)
+	return strings.Replace(srv.URL, "127.0.0.1", "srv.test", 1) + "/mcp"
+}
+
+// newBenchStore opens a session store on REDIS_URL (else miniredis) under
+// a prefix of its own.
+func newBenchStore(t testing.TB) *session.Store {
+	t.Helper()
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		mr := miniredis.RunT(t)
+		url = "redis://" + mr.Addr() + "/0"
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := session.Open(ctx, session.Options{URL: url, Prefix: "mcpbench-" + hex.EncodeToString(b[:])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
