@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -129,5 +130,5 @@ func (b *Bot) titleThread(ctx context.Context, k session.ThreadKey, first inboun
 func threadTitle(text string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
 	line = strings.Join(strings.Fields(slackText(line)), " ")
-	return clip(line, maxTitle)
+	return mrkdwn.Clip(line, maxTitle)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -382,7 +383,7 @@ func innerTeam(raw json.RawMessage) string {
 // ephemeral tells the person something only they see (a notice:
 // must-deliver, within ctx).
 func (b *Bot) ephemeral(ctx context.Context, m inbound, text string) {
-	opts := []slack.MsgOption{slack.MsgOptionText(EscapeText(text), false)}
+	opts := []slack.MsgOption{slack.MsgOptionText(mrkdwn.EscapeText(text), false)}
 	if m.ThreadTS != "" && m.Kind != kindDM {
 		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -190,7 +191,7 @@ func (r *streamer) pieces(text string) []string {
 			seg = strings.TrimLeft(seg, " \n") // the step's paragraph break
 		}
 		if strings.TrimSpace(seg) != "" {
-			out = append(out, Split(seg, SplitLimit)...)
+			out = append(out, mrkdwn.Split(seg, mrkdwn.SplitLimit)...)
 		}
 		from = at
 	}
@@ -335,7 +336,7 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 	render := func(i int) (content, st string, live bool) {
 		content, live = pieces[i], i == len(pieces)-1 && !final
 		if live {
-			content, st = Live(content), status
+			content, st = mrkdwn.Live(content), status
 		}
 		return content, st, live
 	}
@@ -421,23 +422,23 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 	if markdownText {
 		// markdown_text excludes text and blocks (markdown_text_conflict).
-		return append(opts, slack.MsgOptionMarkdownText(Markdown(content)))
+		return append(opts, slack.MsgOptionMarkdownText(mrkdwn.Markdown(content)))
 	}
 	var blocks []slack.Block
 	if strings.TrimSpace(content) != "" {
-		blocks = append(blocks, slack.NewMarkdownBlock("", Markdown(content)))
+		blocks = append(blocks, slack.NewMarkdownBlock("", mrkdwn.Markdown(content)))
 	}
 	if status != "" {
-		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+EscapeText(status)+"_", false, false)))
+		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(status)+"_", false, false)))
 	}
 	if live {
 		btn := slack.NewButtonBlockElement(actionStop, r.k.String(), slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false))
 		btn.Style = slack.StyleDanger
 		blocks = append(blocks, slack.NewActionBlock("bobbin_controls", btn))
 	}
-	fallback := Fallback(content)
+	fallback := mrkdwn.Fallback(content)
 	if fallback == "" {
-		fallback = EscapeText(status)
+		fallback = mrkdwn.EscapeText(status)
 	}
 	return append(opts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(fallback, false))
 }

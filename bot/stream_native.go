@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 
 // nativeLifetime is how long a native stream is used before the reply
@@ -43,7 +45,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 	if ns.ts == "" && final {
 		return false
 	}
-	if len(Split(text, SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
+	if len(mrkdwn.Split(text, mrkdwn.SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
 		// Streams die about 5 minutes after they start
 		// (message_not_in_streaming_state): finish with edits before that.
 		r.nativeFallback(ctx)
@@ -71,7 +73,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			c.prio, c.merge = prioLossy, r.k.Channel+":"+ns.ts
 		}
 		err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
-			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(Markdown(text[ns.sent:])))
+			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(mrkdwn.Markdown(text[ns.sent:])))
 			return err
 		})
 		switch {
@@ -121,7 +123,7 @@ func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.S
 	if chunksOnly {
 		opts = append(opts, slack.MsgOptionChunks(tasks...))
 	} else {
-		opts = append(opts, slack.MsgOptionMarkdownText(Markdown(text)))
+		opts = append(opts, slack.MsgOptionMarkdownText(mrkdwn.Markdown(text)))
 	}
 	c := slackCall{team: r.k.Team, method: "chat.startStream", prio: prioLossy, slot: r.slot(poolNative)}
 	var ts string

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -369,7 +370,7 @@ func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, te
 	defer cancel()
 	err := b.call(nctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.PostMessageContext(ctx, k.Channel,
-			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(EscapeText(text), false),
+			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(mrkdwn.EscapeText(text), false),
 			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
 		return err
 	})
