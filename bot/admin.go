@@ -188,9 +188,6 @@ type control struct {
 	// (access.go).
 	people personCache
 	groups groups
-	// jobs are slash-command answers still being worked on (a probe takes
-	// seconds, more than an ack may wait); Run waits for them on shutdown.
-	jobs sync.WaitGroup
 }
 
 // registrationRecord is the caller-owned JSON of a session.Registration

@@ -588,22 +588,12 @@ func (b *Bot) deliverSoon(ctx context.Context, fn func(ctx context.Context) erro
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
-	if b.draining.Load() {
-		// Shutting down: Run may already wait for the jobs; finish here.
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
-		_ = fn(jctx)
-		return
-	}
-	b.ctl.jobs.Add(1)
-	go func() {
-		defer b.ctl.jobs.Done()
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
+	// Shutting down (the runner closed), Do finishes it here.
+	b.jobs.Do(ctx, "answering a click", func(jctx context.Context) {
 		if err := fn(jctx); err != nil {
 			b.log.Warn("bot: answering a click failed", "err", err)
 		}
-	}()
+	})
 }
 
 // waited is how long an approval waited for its decision, in ms.

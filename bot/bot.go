@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/internal/jobs"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -205,6 +206,10 @@ type Bot struct {
 
 	// ctl is the state of approvals and admin commands (admin.go).
 	ctl control
+	// jobs is the work after an ack: slash commands answered later (a probe
+	// takes seconds, more than an ack may wait), prompt updates waiting on
+	// the budget, Home buttons. Run closes it on shutdown and waits.
+	jobs *jobs.Runner
 	// waits is what running turns wait on people for (waits.go).
 	waits personWaits
 
@@ -301,6 +306,7 @@ func New(opts Options) (*Bot, error) {
 		cancels:   cancelRegistry{m: map[session.ThreadKey]context.CancelCauseFunc{}},
 		running:   map[session.ThreadKey]bool{},
 		files:     newFileFetcher(hc.Transport, opts.APIURL, m),
+		jobs:      jobs.New(log, jobTimeout),
 	}
 	b.api = b.newClient(opts.BotToken)
 	if ist != nil {
@@ -371,7 +377,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.drainSockets()
 	stopSockets()
 	socks.Wait()
-	b.ctl.jobs.Wait() // slash command answers still being worked on
+	b.jobs.Close() // slash command answers and clicks still being worked on
 
 	done := make(chan struct{})
 	go func() { b.workers.Wait(); close(done) }()

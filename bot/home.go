@@ -231,18 +231,14 @@ func (b *Bot) homeAction(ctx context.Context, cb slack.InteractionCallback, act 
 	if r, why := b.roleOf(ctx, team, user, cb.User.TeamID); r == roleNone && why != "guest" {
 		return
 	}
-	b.ctl.jobs.Add(1)
-	go func() {
-		defer b.ctl.jobs.Done()
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
+	b.jobs.Go(ctx, "a Home button", func(jctx context.Context) {
 		// On success mcpDisconnect publishes the Home again.
 		if msg := b.mcpDisconnect(jctx, team, user, server); !strings.Contains(msg, "is removed") {
 			// Refused or failed: say why where the person is.
 			b.dm(jctx, team, user, msg)
 			b.publishHome(jctx, team, user)
 		}
-	}()
+	})
 }
 
 // dm posts text in the person's direct messages with the bot.

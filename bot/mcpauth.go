@@ -245,23 +245,14 @@ type reply struct {
 // laterReply runs job after the ack and sends its answer, which may carry
 // blocks (a Connect button), to the person. Run waits for it on shutdown.
 func (b *Bot) laterReply(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) reply) any {
-	b.ctl.jobs.Add(1)
-	go func() {
-		defer b.ctl.jobs.Done()
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
-		defer func() {
-			if r := recover(); r != nil {
-				b.log.Error("bot: panic in a slash command", "panic", r)
-			}
-		}()
+	b.jobs.Go(ctx, "a slash command", func(jctx context.Context) {
 		r := job(jctx)
 		if len(r.blocks) == 0 {
 			b.respond(jctx, to, r.text)
 			return
 		}
 		b.respondBlocks(jctx, to, r)
-	}()
+	})
 	if ack == "" {
 		return nil
 	}
