@@ -15,6 +15,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -134,7 +135,7 @@ func (b *Bot) roleOf(ctx context.Context, team, user, userTeam string) (role, st
 // lookupUser is users.info in team (must-deliver: a click waits on it).
 func (b *Bot) lookupUser(ctx context.Context, team, user string) (*slack.User, error) {
 	var u *slack.User
-	err := b.call(ctx, slackCall{team: team, method: "users.info"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.UsersInfo}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		u, err = api.GetUserInfoContext(ctx, user)
 		return err
@@ -541,7 +542,7 @@ func (b *Bot) openAddModal(ctx context.Context, sc slack.SlashCommand, to replyT
 	if len(meta) > 3000 {
 		meta, _ = json.Marshal(replyTarget{Channel: to.Channel, User: to.User, Team: to.Team})
 	}
-	err := b.call(ctx, slackCall{team: sc.TeamID, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: sc.TeamID, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, sc.TriggerID, addModal(string(meta)))
 		return err
 	})

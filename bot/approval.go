@@ -15,6 +15,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -110,7 +111,7 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		// Post first, then store: the buttons carry the id, and a click that
 		// beats the store is told to try again.
 		var ts string
-		err := b.call(ctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+		err := b.slack.Do(ctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatPostMessage, Channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 			var err error
 			_, ts, err = api.PostMessageContext(ctx, k.Channel,
 				slack.MsgOptionTS(k.ThreadTS),
@@ -244,7 +245,7 @@ func (b *Bot) updatePrompt(ctx context.Context, team, channel, ts, fallback stri
 	if ts == "" {
 		return nil
 	}
-	err := b.call(ctx, slackCall{team: team, method: "chat.update"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatUpdate}, func(ctx context.Context, api *slack.Client) error {
 		_, _, _, err := api.UpdateMessageContext(ctx, channel, ts,
 			slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...))
 		return err
@@ -631,7 +632,7 @@ func (b *Bot) tell(ctx context.Context, cb slack.InteractionCallback, threadTS, 
 	if threadTS = cmpOr(threadTS, cb.Container.ThreadTs); threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
 	}
-	err := b.call(ctx, slackCall{team: cmpOr(cb.Team.ID, cb.User.TeamID), method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: cmpOr(cb.Team.ID, cb.User.TeamID), Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PostEphemeralContext(ctx, channel, cb.User.ID, opts...)
 		return err
 	})
@@ -666,7 +667,7 @@ func (b *Bot) showArgs(ctx context.Context, cb slack.InteractionCallback, ap ses
 		b.tell(ctx, cb, ap.ThreadTS, "I couldn't find the arguments of this request any more.")
 		return
 	}
-	err = b.call(ctx, slackCall{team: ap.Team, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+	err = b.slack.Do(ctx, slackapi.Call{Team: ap.Team, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, cb.TriggerID, argsModal(ap.Tool, args))
 		return err
 	})

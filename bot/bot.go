@@ -17,6 +17,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -169,9 +170,12 @@ type TokenCounter interface {
 
 // Bot is the Slack frontend. Build it with New, run it with Run.
 type Bot struct {
-	opts  Options
-	api   *slack.Client // use client(team)
-	gov   *governor
+	opts Options
+	api  *slack.Client // use client(team)
+	gov  *slackapi.Governor
+	// slack is the only path to the Web API (the governor, then the
+	// workspace's client: slackapi.Client.Do).
+	slack *slackapi.Client
 	store Store
 	log   *slog.Logger
 	m     *Metrics
@@ -285,14 +289,14 @@ func New(opts Options) (*Bot, error) {
 	limits := opts.RateLimits
 	if limits == nil {
 		limits = DefaultRateLimits()
-		u := limits["chat.update"]
+		u := limits[slackapi.ChatUpdate]
 		u.PerMinute = opts.UpdatesPerMinute
-		limits["chat.update"] = u
+		limits[slackapi.ChatUpdate] = u
 	}
-	bs, _ := opts.Store.(budgetStore)
-	gov := newGovernor(bs, limits, m, log, max(30*time.Second, 10*opts.EditInterval))
+	bs, _ := opts.Store.(slackapi.Budget)
+	gov := slackapi.NewGovernor(bs, limits, m.api, log, max(30*time.Second, 10*opts.EditInterval))
 	governed := *hc
-	governed.Transport = slackTransport{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), gov: gov, m: m}
+	governed.Transport = slackapi.NewTransport(cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), gov, m.api)
 	b := &Bot{
 		opts:      opts,
 		gov:       gov,
@@ -309,9 +313,12 @@ func New(opts Options) (*Bot, error) {
 		jobs:      jobs.New(log, jobTimeout),
 	}
 	b.api = b.newClient(opts.BotToken)
+	var auth slackapi.Authorizer = slackapi.Static{API: b.api}
 	if ist != nil {
 		b.inst = newInstalls(ist, opts.Installs)
+		auth = installAuth{b}
 	}
+	b.slack = slackapi.New(gov, auth, log)
 	return b, nil
 }
 

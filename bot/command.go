@@ -14,6 +14,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // MCPAdmin is what the admin commands need of the MCP manager. The bot does
@@ -542,7 +543,7 @@ func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 		if to.Channel == "" || to.User == "" {
 			continue
 		}
-		err := b.call(ctx, slackCall{team: to.Team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+		err := b.slack.Do(ctx, slackapi.Call{Team: to.Team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 			_, err := api.PostEphemeralContext(ctx, to.Channel, to.User, slack.MsgOptionText(p, false))
 			return err
 		})

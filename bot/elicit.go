@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -177,7 +178,7 @@ func (b *Bot) Ask(ctx context.Context, q Question) (QuestionAnswer, error) {
 	// Post first, then store (as approvals): a click that beats the store
 	// waits for it.
 	var ts string
-	err = b.call(ctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+	err = b.slack.Do(ctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatPostMessage, Channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		_, ts, err = api.PostMessageContext(ctx, k.Channel, slack.MsgOptionTS(k.ThreadTS),
 			slack.MsgOptionText(questionFallback(q), false),

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -245,7 +246,7 @@ func (b *Bot) openQuestionModal(ctx context.Context, cb slack.InteractionCallbac
 		b.tell(ctx, cb, rec.ThreadTS, "This form has more fields than a Slack form can show. Decline or Cancel it.")
 		return
 	}
-	err := b.call(ctx, slackCall{team: rec.Team, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: rec.Team, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, cb.TriggerID, questionModal(rec.ID, q))
 		return err
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // The App Home tab (issue 13): each person sees the workspace's MCP
@@ -87,7 +88,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 		}
 	}
 	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine)}}
-	err := b.call(ctx, slackCall{team: team, method: "views.publish"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ViewsPublish}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
 		return err
 	})
@@ -243,7 +244,7 @@ func (b *Bot) homeAction(ctx context.Context, cb slack.InteractionCallback, act 
 
 // dm posts text in the person's direct messages with the bot.
 func (b *Bot) dm(ctx context.Context, team, user, text string) {
-	err := b.call(ctx, slackCall{team: team, method: "chat.postMessage", channel: user}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostMessage, Channel: user}, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.PostMessageContext(ctx, user, slack.MsgOptionText(text, false))
 		return err
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // MCP servers that need OAuth (issue 13), the Slack side: Connect buttons
@@ -200,7 +201,7 @@ func (b *Bot) ephemeralIn(ctx context.Context, team, channel, thread, user, text
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
-	return b.call(ctx, slackCall{team: team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+	return b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PostEphemeralContext(ctx, channel, user, opts...)
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -387,7 +388,7 @@ func (b *Bot) ephemeral(ctx context.Context, m inbound, text string) {
 	if m.ThreadTS != "" && m.Kind != kindDM {
 		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
 	}
-	err := b.call(ctx, slackCall{team: m.Team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: m.Team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PostEphemeralContext(ctx, m.Channel, m.User, opts...)
 		return err
 	})
@@ -406,8 +407,8 @@ func (b *Bot) react(ctx context.Context, m inbound, name string) {
 	if m.TS == "" {
 		return
 	}
-	c := slackCall{team: m.Team, method: "reactions.add", prio: prioLossy, merge: m.Channel + ":" + m.TS + ":" + name, wait: reactionWait}
-	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	c := slackapi.Call{Team: m.Team, Method: slackapi.ReactionsAdd, Prio: slackapi.Lossy, Merge: m.Channel + ":" + m.TS + ":" + name, Wait: reactionWait}
+	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		return api.AddReactionContext(ctx, name, slack.NewRefToMessage(m.Channel, m.TS))
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -368,7 +369,7 @@ func (b *Bot) grantCheck(k session.ThreadKey) func(context.Context, string) bool
 func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, text string) {
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	err := b.call(nctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(nctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatPostMessage, Channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.PostMessageContext(ctx, k.Channel,
 			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(mrkdwn.EscapeText(text), false),
 			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())

@@ -34,3 +34,26 @@ const (
 	GoRedis = "github.com/redis/go-redis"
 	MCPSDK  = "github.com/modelcontextprotocol/go-sdk"
 )
+
+// ForbidExcept fails t if the package in dir imports, in its non-test
+// files, a path equal to or below prefix other than the allowed ones (or
+// below them): "nothing of bot but bot/mrkdwn".
+func ForbidExcept(t *testing.T, dir, prefix string, allowed ...string) {
+	t.Helper()
+	pkg, err := build.ImportDir(dir, 0)
+	if err != nil {
+		t.Fatalf("importcheck: reading %s: %v", dir, err)
+	}
+	for _, imp := range pkg.Imports {
+		if imp != prefix && !strings.HasPrefix(imp, prefix+"/") {
+			continue
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || imp == a || strings.HasPrefix(imp, a+"/")
+		}
+		if !ok {
+			t.Errorf("package %s imports %s, which ARCHITECTURE.md forbids (rule: %s except %v)", pkg.ImportPath, imp, prefix, allowed)
+		}
+	}
+}
