@@ -534,7 +534,8 @@ func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 	hc := b.webhookClient()
 	for _, p := range parts {
 		if to.ResponseURL != "" {
-			err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, &slack.WebhookMessage{ResponseType: "ephemeral", Text: p})
+			// p is the bot's own mrkdwn (its callers escape what they quote).
+			err := slackapi.Respond(ctx, hc, to.ResponseURL, slackapi.Msg{Text: mrkdwn.Text(p)}, false)
 			if err == nil {
 				continue
 			}
@@ -543,11 +544,7 @@ func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 		if to.Channel == "" || to.User == "" {
 			continue
 		}
-		err := b.slack.Do(ctx, slackapi.Call{Team: to.Team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
-			_, err := api.PostEphemeralContext(ctx, to.Channel, to.User, slack.MsgOptionText(p, false))
-			return err
-		})
-		if err != nil {
+		if err := b.slack.Ephemeral(ctx, to.Team, to.Channel, to.User, slackapi.Msg{Text: mrkdwn.Text(p)}); err != nil {
 			b.log.Warn("bot: slash command answer not delivered", "err", err)
 		}
 	}

@@ -244,11 +244,8 @@ func (b *Bot) homeAction(ctx context.Context, cb slack.InteractionCallback, act 
 
 // dm posts text in the person's direct messages with the bot.
 func (b *Bot) dm(ctx context.Context, team, user, text string) {
-	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostMessage, Channel: user}, func(ctx context.Context, api *slack.Client) error {
-		_, _, err := api.PostMessageContext(ctx, user, slack.MsgOptionText(text, false))
-		return err
-	})
-	if err != nil {
+	// text is the bot's own mrkdwn (its callers escape what they quote).
+	if err := b.slack.DM(ctx, team, user, slackapi.Msg{Text: mrkdwn.Text(text)}); err != nil {
 		b.log.Info("bot: direct message not delivered", "team", team, "err", err)
 	}
 }

@@ -384,15 +384,11 @@ func innerTeam(raw json.RawMessage) string {
 // ephemeral tells the person something only they see (a notice:
 // must-deliver, within ctx).
 func (b *Bot) ephemeral(ctx context.Context, m inbound, text string) {
-	opts := []slack.MsgOption{slack.MsgOptionText(mrkdwn.EscapeText(text), false)}
+	msg := slackapi.Msg{Text: mrkdwn.Escape(text)}
 	if m.ThreadTS != "" && m.Kind != kindDM {
-		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
+		msg.Thread = m.ThreadTS
 	}
-	err := b.slack.Do(ctx, slackapi.Call{Team: m.Team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
-		_, err := api.PostEphemeralContext(ctx, m.Channel, m.User, opts...)
-		return err
-	})
-	if err != nil {
+	if err := b.slack.Ephemeral(ctx, m.Team, m.Channel, m.User, msg); err != nil {
 		b.log.Debug("bot: ephemeral failed", "err", err)
 	}
 }

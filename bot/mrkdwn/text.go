@@ -6,8 +6,10 @@ import (
 )
 
 // Text is escaped mrkdwn: &, < and > in it are entities unless a constructor
-// put them there on purpose (a mention, a date, a link). Convert a string to
-// Text only through the constructors in this package.
+// put them there on purpose (a mention, a date, a link). Build a Text with
+// the constructors in this package; a conversion mrkdwn.Text(s) asserts s
+// is already safe mrkdwn (the bot's own wording built with them) and wants
+// a comment saying so, like template.HTML(s).
 type Text string
 
 // String returns t as the mrkdwn Slack receives.
