@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,12 +35,6 @@ func testStore(t testing.TB) *session.Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-func testTeam() string {
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	return "T" + strings.ToUpper(hex.EncodeToString(rnd[:]))
 }
 
 // leakCheck fails t if a goroutine started during the test outlives it.
