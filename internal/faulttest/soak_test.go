@@ -23,7 +23,7 @@ import (
 )
 
 var (
-	soakFlag     = flag.Duration("soak", 0, "TestSoak's traffic duration (e.g. 30m); 0: the short CI version (100 s), or 30m with BOBBIN_FAULT_FULL=1")
+	soakFlag     = flag.Duration("soak", 0, "TestSoak's traffic duration (e.g. 30m); 0: the short CI version (75 s), or 30m with BOBBIN_FAULT_FULL=1")
 	soakRate     = flag.Float64("soak-rate", 0, "TestSoak's mentions per second (0: 0.2 for the CI version, 0.3 for a long one)")
 	soakRestarts = flag.Duration("soak-restart", 0, "TestSoak's period between restarts of replica B (0: 30 s for the CI version, 5m for a long one)")
 )
@@ -56,7 +56,7 @@ type soakSample struct {
 // runs the long one.
 func TestSoak(t *testing.T) {
 	requireEnv(t)
-	dur, rate, restartEvery := 100*time.Second, 0.2, 30*time.Second
+	dur, rate, restartEvery := 75*time.Second, 0.2, 30*time.Second
 	long := *soakFlag >= 10*time.Minute || (*soakFlag == 0 && full())
 	if long {
 		dur, rate, restartEvery = 30*time.Minute, 0.3, 5*time.Minute

@@ -32,6 +32,9 @@ func TestWeight(t *testing.T) {
 				report(t, "weight", "redis", redis, "round", round+1, "idle_rss_mib", mib(w.idle),
 					"peak_rss_mib", mib(w.peak), "start_to_connected_ms", w.connect.Milliseconds(),
 					"answered", w.answered, "idle", "{"+w.idleDetail+"}", "after_turns", "{"+w.afterDetail+"}")
+				if !w.answered {
+					t.Errorf("round %d: not every one of the 10 mentions was answered", round+1)
+				}
 				idle = append(idle, mib(w.idle))
 				peak = append(peak, mib(w.peak))
 				connect = append(connect, float64(w.connect.Milliseconds()))
