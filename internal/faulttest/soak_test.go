@@ -52,8 +52,9 @@ type soakSample struct {
 // leaked. The curves are written as CSV and PNG to the test's artifact
 // directory (go test -artifacts keeps them).
 //
-// The default is a short version for CI; -soak=30m (with -timeout=45m)
-// runs the long one.
+// The default is a short version for CI; the long one:
+//
+//	go test -run TestSoak -timeout=45m -artifacts -outputdir $PWD/out ./internal/faulttest -soak=30m
 func TestSoak(t *testing.T) {
 	requireEnv(t)
 	dur, rate, restartEvery := 75*time.Second, 0.2, 30*time.Second
