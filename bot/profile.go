@@ -231,13 +231,6 @@ func resetText(t time.Time) string {
 // Spent records a call's usage (tokens and cost) in Redis and Prometheus.
 func (tb *turnBudget) Spent(ctx context.Context, model string, u provider.Usage) {
 	cost, priced := tb.b.opts.Profiles.Config.Cost(model, int64(u.InputTokens), int64(u.CacheReadTokens), int64(u.OutputTokens))
-	um := tb.b.m.Usage
-	um.Tokens.WithLabelValues(model, "input").Add(float64(u.InputTokens - u.CacheReadTokens))
-	um.Tokens.WithLabelValues(model, "cached_input").Add(float64(u.CacheReadTokens))
-	um.Tokens.WithLabelValues(model, "output").Add(float64(u.OutputTokens))
-	if priced {
-		um.Cost.WithLabelValues(model).Add(float64(cost) / 1e6)
-	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := tb.b.meter().RecordUsage(rctx, tb.k.Team, session.UsageRecord{Channel: tb.k.Channel, User: tb.who.User, Profile: tb.tp.name(),
@@ -245,6 +238,13 @@ func (tb *turnBudget) Spent(ctx context.Context, model string, u provider.Usage)
 		tb.b.opts.Now(), tb.b.opts.Profiles.Config.RetentionOrDefault())
 	if err != nil {
 		tb.b.log.Warn("bot: recording usage failed", append(threadAttrs(tb.k.Team, tb.k.Channel, tb.k.ThreadTS), "err", err)...)
+	}
+	um := tb.b.m.Usage
+	um.Tokens.WithLabelValues(model, "input").Add(float64(u.InputTokens - u.CacheReadTokens))
+	um.Tokens.WithLabelValues(model, "cached_input").Add(float64(u.CacheReadTokens))
+	um.Tokens.WithLabelValues(model, "output").Add(float64(u.OutputTokens))
+	if priced {
+		um.Cost.WithLabelValues(model).Add(float64(cost) / 1e6)
 	}
 }
 
