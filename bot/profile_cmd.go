@@ -160,6 +160,20 @@ func describeProfile(p *profile.Profile, src profile.Source) string {
 	return fmt.Sprintf("the profile %s (%s)", inlineCodeQ(p.Name), where)
 }
 
+// profileHereLine says which profile applies in channel, for mcp list
+// ("" without profiles).
+func (b *Bot) profileHereLine(ctx context.Context, team, channel string) string {
+	if b.opts.Profiles.Config == nil {
+		return ""
+	}
+	p, src := b.resolveProfile(ctx, team, channel)
+	line := "Agent profile here: " + describeProfile(p, src)
+	if p != nil && p.Servers != nil {
+		line += "; it offers only the servers it names"
+	}
+	return line + ".\n"
+}
+
 func (b *Bot) profileList(ctx context.Context, team, here string) string {
 	cfg := b.opts.Profiles.Config
 	var s strings.Builder

@@ -84,6 +84,22 @@ channels:
 		t.Errorf("tools offered in #general = %v, want alpha's only", r.Tools)
 	}
 
+	// mcp list says which profile applies here.
+	in := emu.SlashCommand(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "/bobbin", "mcp list")
+	if _, err := in.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.WaitFor(ctx, func() bool {
+		for _, e := range emu.Ephemerals(slackemu.UserAlice) {
+			if strings.Contains(e.Text, "Agent profile here: the profile `narrow`") {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Error("mcp list does not say which profile applies here")
+	}
+
 	// respond: mention: a reply in the bot's thread starts no turn; it is
 	// context for the next mention there.
 	done := strings.Count(logs.String(), "bot: turn done")
