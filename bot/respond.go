@@ -13,7 +13,8 @@ const kindChannel = "channel"
 // respondMode applies the channel's profile to which messages start turns
 // (PROFILES_CONFIG respond): mention (thread replies are only context),
 // thread (replies in the bot's threads start turns), all (every message in
-// the channel does). Without a profile, or a profile without respond,
+// the channel does, only in a channel bound to the profile by an admin or
+// named in channels:; elsewhere all means thread). Without a profile, or a profile without respond,
 // THREAD_FOLLOWUPS decides as before. ok=false drops the message.
 func (b *Bot) respondMode(ctx context.Context, m inbound, needsSession bool) (inbound, bool, bool) {
 	if b.opts.Profiles.Config == nil {
@@ -25,8 +26,13 @@ func (b *Bot) respondMode(ctx context.Context, m inbound, needsSession bool) (in
 		return m, needsSession, true
 	}
 	respond := ""
-	if p, _ := b.resolveProfile(ctx, m.Team, m.Channel); p != nil {
+	if p, src := b.resolveProfile(ctx, m.Team, m.Channel); p != nil {
 		respond = p.Respond
+		if respond == profile.RespondAll && src != profile.SourceBinding && src != profile.SourceChannel {
+			// Every message of a channel only where someone chose that
+			// channel: a default profile answers threads, not the room.
+			respond = profile.RespondThread
+		}
 	}
 	switch m.Kind {
 	case kindChannel:
