@@ -25,7 +25,7 @@ func profilesEnv(t *testing.T, emu *slackemu.Server, llm *llmemu.Server, profile
 		"SLACK_BOT_TOKEN":      slackemu.BotToken,
 		"SLACK_APP_TOKEN":      slackemu.AppToken,
 		"SLACK_API_URL":        emu.APIURL(),
-		"REDIS_URL":            os.Getenv("REDIS_URL"),
+		"REDIS_URL":            "", // the embedded Redis: usage starts at zero in every test
 		"LLM_PROVIDER":         "openai",
 		"LLM_BASE_URL":         llm.URL() + "/v1",
 		"LLM_API_KEY":          "sk-test",
@@ -50,8 +50,6 @@ func TestProfilesWholeProgram(t *testing.T) {
 	defer llm.Close()
 	small := llmemu.New(llmemu.Options{TokenInterval: time.Millisecond, APIKey: "sk-small"})
 	defer small.Close()
-	// Each team gets its own prefix-free data: use a random team-independent
-	// budget by keying on a fresh person (Bob) and checking deltas.
 	env := profilesEnv(t, emu, llm, `
 profiles:
   - name: support
@@ -195,47 +193,44 @@ func TestBudgetRefusalWholeProgram(t *testing.T) {
 budgets:
   person: {daily_tokens: 1}
 `)
-	// Usage is per workspace in Redis; a fresh prefix is not configurable
-	// here, so the budget (1 token) is spent by the first call whatever
-	// earlier runs left.
-	_, stop := startRun(t, env)
+	logs, stop := startRun(t, env)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := emu.WaitFor(ctx, func() bool { return emu.LiveConnections() > 0 }); err != nil {
 		t.Fatalf("bot did not connect: %v", err)
 	}
-	first := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserOwner, "spend it", "")
-	_ = first
-	// Either the first call spends the budget, or an earlier run already
-	// did; in both cases a later turn must be refused.
+	// The first turn spends the budget (the check comes before a call).
+	emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserOwner, "spend it", "")
+	if err := emu.WaitFor(ctx, func() bool { return strings.Contains(logs.String(), "bot: turn done") }); err != nil {
+		t.Fatal("the first turn did not finish")
+	}
+	before := len(llm.Requests())
+	p := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserOwner, "again", "")
 	var refused string
-	for attempt := 0; attempt < 3 && refused == ""; attempt++ {
-		before := len(llm.Requests())
-		p := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserOwner, "again", "")
-		if err := emu.WaitFor(ctx, func() bool {
-			for _, m := range emu.Thread(slackemu.ChannelGen, p.TS) {
-				if m.User == slackemu.BotUserID && (strings.Contains(m.Text, "used up") || len(llm.Requests()) > before) {
-					return true
-				}
-			}
-			return false
-		}); err != nil {
-			t.Fatalf("no answer to the turn: %v", err)
-		}
+	if err := emu.WaitFor(ctx, func() bool {
 		for _, m := range emu.Thread(slackemu.ChannelGen, p.TS) {
 			if m.User == slackemu.BotUserID && strings.Contains(m.Text, "used up") {
 				refused = m.Text
-				if len(llm.Requests()) != before {
-					t.Errorf("a refused turn called the model")
-				}
+				return true
 			}
 		}
+		return false
+	}); err != nil {
+		t.Fatal("the second turn was not refused")
 	}
-	if refused == "" {
-		t.Fatal("no turn was refused with a 1-token daily budget")
+	if n := len(llm.Requests()); n != before {
+		t.Errorf("the refused turn made %d model calls", n-before)
 	}
 	if !strings.Contains(refused, "your daily token budget") || !strings.Contains(refused, "resets at") {
 		t.Errorf("refusal %q does not name the limit and the reset", refused)
+	}
+	if m := metrics(t, env["HTTP_ADDR"]); !strings.Contains(m, `bobbin_budget_refusals_total{scope="person"} 1`) {
+		t.Error("/metrics does not count the refusal")
+	}
+	// Another person is not limited by the owner's budget.
+	emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "my turn", "")
+	if _, err := llm.WaitRequests(ctx, before+1); err != nil {
+		t.Fatal("another person's turn was refused")
 	}
 }
