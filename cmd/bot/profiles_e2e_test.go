@@ -234,3 +234,52 @@ budgets:
 		t.Fatal("another person's turn was refused")
 	}
 }
+
+// TestBudgetWarningWholeProgram: past 80 % of a limit the person is told
+// once (ephemeral) and the turn goes on; the next one past 100 % is
+// refused.
+func TestBudgetWarningWholeProgram(t *testing.T) {
+	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	defer emu.Close()
+	llm := llmemu.New(llmemu.Options{TokenInterval: time.Millisecond})
+	defer llm.Close()
+	llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
+		return llmemu.Reply{Text: "ok", Usage: &llmemu.Usage{InputTokens: 840, OutputTokens: 10}}
+	})
+	env := profilesEnv(t, emu, llm, `
+budgets:
+  channel: {daily_tokens: 1000}
+`)
+	logs, stop := startRun(t, env)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := emu.WaitFor(ctx, func() bool { return emu.LiveConnections() > 0 }); err != nil {
+		t.Fatalf("bot did not connect: %v", err)
+	}
+	turn := func(user, text string) {
+		t.Helper()
+		n := strings.Count(logs.String(), "bot: turn done")
+		emu.Mention(slackemu.TeamID, slackemu.ChannelGen, user, text, "")
+		if err := emu.WaitFor(ctx, func() bool { return strings.Count(logs.String(), "bot: turn done") > n }); err != nil {
+			t.Fatalf("turn %q did not finish", text)
+		}
+	}
+	warnings := func(user string) (n int) {
+		for _, e := range emu.Ephemerals(user) {
+			if strings.Contains(e.Text, "this channel's daily token budget is 85 % used") {
+				n++
+			}
+		}
+		return n
+	}
+	turn(slackemu.UserAlice, "one")   // 850 of 1000
+	turn(slackemu.UserAlice, "two")   // warned, then 1700
+	turn(slackemu.UserAlice, "three") // refused
+	if got := warnings(slackemu.UserAlice); got != 1 {
+		t.Errorf("%d warnings, want 1", got)
+	}
+	if got := len(llm.Requests()); got != 2 {
+		t.Errorf("%d model calls, want 2 (the third turn refused)", got)
+	}
+}
