@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent/profile"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -64,7 +65,7 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 		if why == "lookup failed" {
 			return ephemeralAck(noRightsText(why)), true
 		}
-		return ephemeralAck("Only workspace admins can use `/bobbin " + EscapeText(op) + "`. Ask an admin of this workspace to do it."), true
+		return ephemeralAck("Only workspace admins can use `/bobbin " + mrkdwn.EscapeText(op) + "`. Ask an admin of this workspace to do it."), true
 	}
 	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: channel, User: user, Team: team}
 	if verb == "usage" {
@@ -102,7 +103,7 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 		}
 		ch, err := channelArg(rest[1:], channel)
 		if err != nil {
-			return ephemeralAck(EscapeText(err.Error())), true
+			return ephemeralAck(mrkdwn.EscapeText(err.Error())), true
 		}
 		if err := ms.SetProfileBinding(ctx, team, ch, rest[0]); err != nil {
 			b.log.Warn("bot: binding a profile failed", "team", team, "channel", ch, "err", err)
@@ -116,7 +117,7 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 		}
 		ch, err := channelArg(rest, channel)
 		if err != nil {
-			return ephemeralAck(EscapeText(err.Error())), true
+			return ephemeralAck(mrkdwn.EscapeText(err.Error())), true
 		}
 		if err := ms.SetProfileBinding(ctx, team, ch, ""); err != nil {
 			b.log.Warn("bot: clearing a profile binding failed", "team", team, "channel", ch, "err", err)
@@ -126,7 +127,7 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 		p, src := cfg.Resolve(ch, strings.HasPrefix(ch, "D"), "")
 		return ephemeralAck(fmt.Sprintf("<#%s> has no profile binding now; it uses %s.", ch, describeProfile(p, src))), true
 	}
-	return ephemeralAck("I don't know `profile " + EscapeText(clip(sub, 30)) + "`: use `list`, `show`, `use` or `clear`."), true
+	return ephemeralAck("I don't know `profile " + mrkdwn.EscapeText(mrkdwn.Clip(sub, 30)) + "`: use `list`, `show`, `use` or `clear`."), true
 }
 
 // channelArg is the channel of a [#channel] argument, or here.
@@ -144,12 +145,12 @@ func channelArg(args []string, here string) (string, error) {
 	}
 	id = strings.TrimPrefix(id, "#")
 	if !scopeChannelRE.MatchString(id) {
-		return "", usageError(fmt.Sprintf("I can't tell which channel %q is. Pick it from Slack's suggestions as you type `#`, or give its id (C…).", clip(a, 40)))
+		return "", usageError(fmt.Sprintf("I can't tell which channel %q is. Pick it from Slack's suggestions as you type `#`, or give its id (C…).", mrkdwn.Clip(a, 40)))
 	}
 	return id, nil
 }
 
-func inlineCodeQ(s string) string { return "`" + inlineCode(s) + "`" }
+func inlineCodeQ(s string) string { return "`" + mrkdwn.InlineCode(s) + "`" }
 
 func describeProfile(p *profile.Profile, src profile.Source) string {
 	if p == nil {
@@ -232,7 +233,7 @@ func (b *Bot) profileShow(p *profile.Profile) string {
 		fmt.Fprintf(&s, "• Channel budget: %s\n", b.limitsText(p.Budget))
 	}
 	if sp := strings.TrimSpace(p.SystemPrompt); sp != "" {
-		fmt.Fprintf(&s, "• Instructions: %s\n", EscapeText(clip(sp, 300)))
+		fmt.Fprintf(&s, "• Instructions: %s\n", mrkdwn.EscapeText(mrkdwn.Clip(sp, 300)))
 	}
 	return strings.TrimSpace(s.String())
 }

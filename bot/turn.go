@@ -15,6 +15,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -373,9 +375,9 @@ func (b *Bot) grantCheck(k session.ThreadKey) func(context.Context, string) bool
 func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, text string) {
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	err := b.call(nctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(nctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatPostMessage, Channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.PostMessageContext(ctx, k.Channel,
-			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(EscapeText(text), false),
+			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(mrkdwn.EscapeText(text), false),
 			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
 		return err
 	})
