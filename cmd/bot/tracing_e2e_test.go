@@ -71,7 +71,11 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = hs.URL
 	env["OTEL_EXPORTER_OTLP_HEADERS"] = "x-collector-key=k%20v"
 	env["OTEL_SERVICE_NAME"] = "bobbin-test"
-	logs, stop := startRun(t, env)
+	logs, stopRun := startRun(t, env)
+	var once sync.Once
+	var runErr error
+	stop := func() error { once.Do(func() { runErr = stopRun() }); return runErr }
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := emu.WaitFor(ctx, func() bool { return emu.LiveConnections() > 0 }); err != nil {
