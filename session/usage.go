@@ -352,3 +352,22 @@ func (s *Store) ProfileBindings(ctx context.Context, team string) (map[string]st
 	}
 	return m, nil
 }
+
+// MaxUsageRetention bounds how long day buckets may be kept; the clean-up
+// after an uninstall (RetireWorkspace) looks that far back.
+const MaxUsageRetention = 400 * 24 * time.Hour
+
+// usageKeys are every usage bucket team may have at now (most do not
+// exist): RetireWorkspace sets them to expire with the rest of the
+// workspace's data, since they name its people and channels.
+func (s *Store) usageKeys(team string, now time.Time) []string {
+	days := int((MaxUsageRetention + 31*24*time.Hour) / (24 * time.Hour))
+	out := make([]string, 0, days+16)
+	for i := range days + 1 {
+		out = append(out, s.k.usageDay(team, now.AddDate(0, 0, -i)))
+	}
+	for i := range 16 {
+		out = append(out, s.k.usageMonth(team, time.Date(now.Year(), now.Month()-time.Month(i), 1, 0, 0, 0, 0, time.UTC)))
+	}
+	return out
+}

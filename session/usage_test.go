@@ -178,3 +178,24 @@ func TestProfileBindings(t *testing.T) {
 		t.Errorf("after clear: %v", m)
 	}
 }
+
+// TestRetireExpiresUsage: an uninstalled workspace's usage (it names its
+// people) expires with the rest of its data.
+func TestRetireExpiresUsage(t *testing.T) {
+	s := newStore(t, Options{SessionTTL: time.Hour})
+	ctx := context.Background()
+	now := time.Now()
+	for _, at := range []time.Time{now, now.AddDate(0, 0, -40)} {
+		if err := s.RecordUsage(ctx, "TR", UsageRecord{Channel: "C1", User: "U1", InputTokens: 5}, at, 90*24*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RetireWorkspace(ctx, "TR"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{s.k.usageDay("TR", now), s.k.usageDay("TR", now.AddDate(0, 0, -40)), s.k.usageMonth("TR", now.AddDate(0, 0, -40))} {
+		if ttl := s.rdb.TTL(ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
+			t.Errorf("%s TTL %v after retire, want within the grace (1h)", k, ttl)
+		}
+	}
+}

@@ -36,6 +36,10 @@ const (
 // buckets a month longer) when the file sets no retention.
 const DefaultRetention = 90 * 24 * time.Hour
 
+// MaxRetention is the longest retention (session.MaxUsageRetention: the
+// clean-up after an uninstall looks that far back).
+const MaxRetention = 400 * 24 * time.Hour
+
 // Config is a PROFILES_CONFIG file.
 type Config struct {
 	// Profiles are the named profiles.
@@ -303,6 +307,8 @@ func (c *Config) validate(path string, chk Check) []error {
 		bad("retention", "retention", "must not be negative")
 	} else if c.Retention > 0 && c.Retention < 48*time.Hour {
 		bad("retention", "retention", "must be at least 48h (a day bucket must outlive its day)")
+	} else if c.Retention > MaxRetention {
+		bad("retention", "retention", "must be at most 9600h (400 days)")
 	}
 	return errs
 }
