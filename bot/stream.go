@@ -120,7 +120,7 @@ func (r *streamer) Observe(ev agent.Event) {
 		if r.firstText.IsZero() && ev.Text != "" {
 			r.firstText = time.Now()
 		}
-		r.text.WriteString(ev.Text)
+		r.text.WriteString(stripMasks(ev.Text))
 		r.status = ""
 	case agent.EventReasoning:
 		r.status = "Thinking…"
@@ -249,7 +249,7 @@ func (r *streamer) replyTS() string {
 func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.mu.Lock()
 	if strings.TrimSpace(r.text.String()) == "" && final != "" {
-		r.text.WriteString(final)
+		r.text.WriteString(stripMasks(final))
 	}
 	if footer != "" {
 		if s := r.text.String(); s != "" && !strings.HasSuffix(s, "\n") {
@@ -423,11 +423,11 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 	if markdownText {
 		// markdown_text excludes text and blocks (markdown_text_conflict).
-		return append(opts, slack.MsgOptionMarkdownText(mrkdwn.Markdown(content)))
+		return append(opts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(content))))
 	}
 	var blocks []slack.Block
 	if strings.TrimSpace(content) != "" {
-		blocks = append(blocks, slack.NewMarkdownBlock("", mrkdwn.Markdown(content)))
+		blocks = append(blocks, slack.NewMarkdownBlock("", unmaskMentions(mrkdwn.Markdown(content))))
 	}
 	if status != "" {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(status)+"_", false, false)))
@@ -437,7 +437,7 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 		btn.Style = slack.StyleDanger
 		blocks = append(blocks, slack.NewActionBlock("bobbin_controls", btn))
 	}
-	fallback := mrkdwn.Fallback(content)
+	fallback := unmaskMentions(mrkdwn.Fallback(content))
 	if fallback == "" {
 		fallback = mrkdwn.EscapeText(status)
 	}

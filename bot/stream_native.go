@@ -74,7 +74,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			c.Prio, c.Merge = slackapi.Lossy, r.k.Channel+":"+ns.ts
 		}
 		err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
-			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(mrkdwn.Markdown(text[ns.sent:])))
+			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(text[ns.sent:]))))
 			return err
 		})
 		switch {
@@ -124,7 +124,7 @@ func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.S
 	if chunksOnly {
 		opts = append(opts, slack.MsgOptionChunks(tasks...))
 	} else {
-		opts = append(opts, slack.MsgOptionMarkdownText(mrkdwn.Markdown(text)))
+		opts = append(opts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(text))))
 	}
 	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStartStream, Prio: slackapi.Lossy, Slot: r.slot(slackapi.PoolNative)}
 	var ts string

@@ -316,7 +316,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 			footer = strings.TrimSpace(footer + "\n" + nr)
 		}
 	case errors.As(cause, &stop):
-		footer = "_Stopped by <@" + stop.user + ">._"
+		footer = "_Stopped by " + maskedUser(stop.user) + "._"
 	case errors.Is(cause, errShutdown):
 		// Handed over (serveThread): another replica resumes the turn.
 		footer = "_Interrupted: the bot is restarting. The answer continues below._"
