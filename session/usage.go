@@ -306,7 +306,8 @@ func (s *Store) Usage(ctx context.Context, team, period string, now time.Time) (
 }
 
 // SetProfileBinding binds channel to profile in team ("" removes the
-// binding). Every replica's next turn there reads it.
+// binding) and bumps the workspace version. Every replica's next turn
+// there reads it.
 func (s *Store) SetProfileBinding(ctx context.Context, team, channel, profile string) error {
 	if err := checkPart("team", team); err != nil {
 		return err
@@ -322,6 +323,7 @@ func (s *Store) SetProfileBinding(ctx context.Context, team, channel, profile st
 		pipe.HSet(ctx, key, channel, profile)
 		s.indexed(ctx, pipe, team, key)
 	}
+	s.bump(ctx, pipe, team) // version.go: other replicas' caches reload
 	_, err := pipe.Exec(ctx)
 	return s.wrap("set profile binding "+team, err)
 }

@@ -162,8 +162,12 @@ func TestProfileBindings(t *testing.T) {
 	s := newStore(t, Options{})
 	p := peer(t, s, Options{})
 	ctx := context.Background()
+	v0, _ := s.WorkspaceVersion(ctx, "T1")
 	if err := s.SetProfileBinding(ctx, "T1", "C1", "support"); err != nil {
 		t.Fatal(err)
+	}
+	if v, _ := p.WorkspaceVersion(ctx, "T1"); v <= v0 {
+		t.Errorf("workspace version %d after a binding, was %d", v, v0)
 	}
 	if got, err := p.ProfileBinding(ctx, "T1", "C1"); err != nil || got != "support" {
 		t.Errorf("other replica reads %q, %v", got, err)
