@@ -318,6 +318,7 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 		}
 		s.WriteByte('\n')
 	}
+	s.WriteString(b.profileHereLine(ctx, team, channel)) // profile_cmd.go
 	return s.String()
 }
 

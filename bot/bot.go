@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
@@ -161,6 +162,11 @@ type Options struct {
 	// Tokens counts tokens for that share (an *agent.Counter); nil
 	// estimates four bytes a token.
 	Tokens TokenCounter
+
+	// Profiles are the operator's agent profiles and budgets (profile.go).
+	Profiles ProfileOptions
+	// Tracer opens each turn's invoke_agent span; nil means none.
+	Tracer trace.Tracer
 }
 
 // TokenCounter counts the tokens of a text (*agent.Counter).

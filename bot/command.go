@@ -150,6 +150,7 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp approve <name>`: re-enable tools whose definition changed _(admins)_\n" +
 	"• `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`: who may use a registered server's tools, and where; `clear` lifts it _(admins)_\n" +
 	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
+	profileHelp +
 	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread. " +
 	"My App Home tab shows this workspace's MCP servers and your connections."
 
@@ -420,6 +421,9 @@ func ephemeralAck(text string) any {
 
 // runSlash handles /bobbin and returns the ack payload.
 func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
+	if ack, ok := b.operatorSlash(ctx, sc); ok { // profile_cmd.go
+		return ack
+	}
 	cmd, err := parseCommand(sc.Text)
 	var ue usageError
 	if errors.As(err, &ue) {

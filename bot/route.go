@@ -178,12 +178,15 @@ func (b *Bot) decodeCallback(cb eventCallback) (m inbound, needsSession, ok bool
 		switch {
 		case ev.ChannelType == "im" || strings.HasPrefix(ev.Channel, "D"):
 			m.Kind = kindDM
-		case ev.ThreadTS == "":
-			// A top-level channel message reaches the bot only as app_mention.
-			return m, false, false, nil
 		case self.userID != "" && strings.Contains(ev.Text, "<@"+self.userID+">"):
 			// The same message arrives as app_mention, which handles it.
 			return m, false, false, nil
+		case ev.ThreadTS == "" && b.opts.Profiles.Config == nil:
+			// A top-level channel message reaches the bot only as app_mention.
+			return m, false, false, nil
+		case ev.ThreadTS == "":
+			// Unless a profile answers every message (respond.go).
+			m.Kind = kindChannel
 		default:
 			m.Kind = kindReply
 			needsSession = true
@@ -269,6 +272,9 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 		// It will not decode on redelivery either: ack and log.
 		b.log.Warn("bot: malformed event payload", "err", err, "bytes", len(raw))
 		return true, after
+	}
+	if ok {
+		m, needsSession, ok = b.respondMode(ctx, m, needsSession) // respond.go
 	}
 	if !ok {
 		return true, after
