@@ -196,6 +196,7 @@ type Bot struct {
 	sockets  atomic.Int32
 	draining atomic.Bool
 	cacheOff atomic.Bool   // the thread cache failed for want of SECRET_KEY
+	search   searchAvail   // which workspaces have Slack search (search.go)
 	cool     cooldown      // socket back-off after too_many_websockets
 	authed   atomic.Bool   // Authenticate succeeded
 	health   socketHealth  // why no socket is open (startup.go)

@@ -58,6 +58,10 @@ var webMethods = []webMethod{
 	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
 	// Members of user groups that scope MCP servers (access.go).
 	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
+	// slack_search (search.go): its scope, search:read.public, is optional
+	// (optionalBotScopes, manifest bot_optional): without it the tool is
+	// not offered.
+	{"assistant.search.context", []string{"SearchAssistantContext", "SearchAssistantContextContext"}, nil},
 }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with

@@ -237,6 +237,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		}
 	}
 
+	tools = b.withSlackSearch(ctx, k, who, tools) // search.go
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	b.cancels.add(k, cancel)
