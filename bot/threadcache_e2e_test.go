@@ -190,3 +190,21 @@ func TestE2EThreadCacheBeforeJoin(t *testing.T) {
 		t.Errorf("%d conversations.replies calls, want 1", n)
 	}
 }
+
+// TestE2EThreadCacheNoKey: a cache without SECRET_KEY turns itself off
+// and threads are read from Slack as before.
+func TestE2EThreadCacheNoKey(t *testing.T) {
+	h := newHarness(t, harnessOpts{emu: slackemu.Options{NoRateLimits: true}, bot: func(o *bot.Options) {
+		o.ThreadCache = o.Store.(*session.Store).ThreadCache(session.ThreadCacheOptions{})
+	}})
+	root := h.emu.Message(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "a watched thread", "")
+	h.emu.Message(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserBob, "a reply the bot saw", root.TS)
+	h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "sum it up", root.TS)
+	h.waitReplies(slackemu.ChannelGen, root.TS, 0, 1)
+	if text := userText(h.llm.Requests()[0]); !inOrder(text, "a watched thread", "a reply the bot saw", "sum it up") {
+		t.Errorf("request lacks the thread read from Slack:\n%s", text)
+	}
+	if n := len(h.emu.Calls("conversations.replies")); n != 1 {
+		t.Errorf("%d conversations.replies calls, want 1", n)
+	}
+}
