@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -290,7 +291,7 @@ func (b *Bot) usergroupMembers(ctx context.Context, team, group string, fresh bo
 // it).
 func (b *Bot) fetchUsergroup(ctx context.Context, team, group string) ([]string, error) {
 	var members []string
-	err := b.call(ctx, slackCall{team: team, method: "usergroups.users.list"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.UsergroupsUsersList}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		members, err = api.GetUserGroupMembersContext(ctx, group)
 		return err
