@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -46,13 +47,6 @@ const (
 	// searchSnippet bounds one result's text.
 	searchSnippet = 400
 )
-
-// optionalBotScopes are bot scopes the bot uses when the workspace grants
-// them (manifest.yaml bot_optional), with what needs them; installs
-// without them work.
-var optionalBotScopes = map[string]string{
-	"search:read.public": "assistant.search.context (slack_search)",
-}
 
 // searchUnavailable are the errors that mean the workspace (or the app's
 // token) cannot search at all.
@@ -155,8 +149,8 @@ func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 		Error   string `json:"error"`
 		Enabled *bool  `json:"is_ai_search_enabled"`
 	}
-	err := b.call(ictx, slackCall{team: team, method: "assistant.search.info", prio: prioLossy, wait: time.Second}, func(ctx context.Context, _ *slack.Client) error {
-		return b.rawCall(ctx, team, "assistant.search.info", url.Values{}, &resp)
+	err := b.slack.Do(ictx, slackapi.Call{Team: team, Method: slackapi.AssistantSearchInfo, Prio: slackapi.Lossy, Wait: time.Second}, func(ctx context.Context, _ *slack.Client) error {
+		return b.rawCall(ctx, team, slackapi.AssistantSearchInfo, url.Values{}, &resp)
 	})
 	switch {
 	case err == nil && resp.OK:
@@ -175,7 +169,7 @@ func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 
 // rawCall posts a Web API method slack-go has no call for, with the
 // workspace's token, through the governed HTTP client (ctx carries the
-// governor's grant).
+// governor's grant: call it inside slackapi.Client.Do).
 func (b *Bot) rawCall(ctx context.Context, team, method string, form url.Values, out any) error {
 	_, _, token, err := b.pickClient(ctx, team)
 	if err != nil {
@@ -283,7 +277,7 @@ func (t *searchTool) Call(ctx context.Context, input json.RawMessage) (string, e
 	sctx, cancel := context.WithTimeout(ctx, searchWait)
 	defer cancel()
 	var resp *slack.AssistantSearchContextResponse
-	err = t.b.call(sctx, slackCall{team: t.team, method: "assistant.search.context", prio: prioLossy, wait: searchWait / 2}, func(ctx context.Context, api *slack.Client) error {
+	err = t.b.slack.Do(sctx, slackapi.Call{Team: t.team, Method: slackapi.AssistantSearchContext, Prio: slackapi.Lossy, Wait: searchWait / 2}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		resp, err = api.SearchAssistantContextContext(ctx, p)
 		return err
@@ -311,7 +305,7 @@ func (t *searchTool) failure(err error) (string, error) {
 	case code == "invalid_action_token":
 		return "", searchFailure("Slack no longer accepts this search on the person's behalf (its permission from their message expired). " +
 			"Nothing was searched; they can mention you again to search.")
-	case isRateLimited(err) || errors.Is(err, errDropped):
+	case slackapi.IsRateLimited(err) || slackapi.IsDropped(err):
 		return "", searchFailure("Slack search is busy (rate limited); nothing was searched. Try once more later or answer without it.")
 	case code != "":
 		return "", searchFailure("Slack search failed: " + code)
