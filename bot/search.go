@@ -37,6 +37,8 @@ import (
 
 const (
 	searchToolName = "slack_search"
+	// searchScope is the optional bot scope slack_search needs.
+	searchScope = "search:read.public"
 	// searchInfoTTL is how long a workspace's answer to
 	// assistant.search.info is reused; searchDownTTL how long a workspace
 	// whose search failed for want of the API or scope goes without.
@@ -135,6 +137,14 @@ func (b *Bot) withSlackSearch(ctx context.Context, k session.ThreadKey, who inbo
 func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 	if ok, known := b.search.get(team); known {
 		return ok
+	}
+	// An installation knows its scopes: without the optional one, no
+	// need to ask Slack.
+	if _, e, _, err := b.pickClient(ctx, team); err == nil && e != nil {
+		if inst, _, _ := e.get(); len(inst.Scopes) > 0 && !slices.Contains(inst.Scopes, searchScope) {
+			b.search.set(team, false, searchInfoTTL)
+			return false
+		}
 	}
 	ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
