@@ -28,6 +28,9 @@ type Access struct {
 	// including the assistant pane.
 	Channel string
 	DM      bool
+	// AnyPlace: the place is not checked (the App Home asks whether the
+	// person may use a server anywhere).
+	AnyPlace bool
 	// People are the people whose messages the turn answers (a merged
 	// turn has several; all must be in a server's scope).
 	People []Person

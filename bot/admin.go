@@ -467,6 +467,9 @@ func (b *Bot) saveRegistration(ctx context.Context, team, user, name string, rec
 		if errors.Is(err, session.ErrNoSecretKey) {
 			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
 		}
+		if errors.Is(err, session.ErrExists) { // another admin added the name meanwhile
+			return fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))
+		}
 		return "I found the server but couldn't save it just now. Nothing was saved; please try again."
 	}
 	b.opts.MCP.Invalidate(team)

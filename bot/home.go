@@ -57,7 +57,12 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	}
 	var st []ServerStatus
 	ma := b.mcpAuth()
+	ss, scoped := b.opts.MCP.(scopeStatus)
 	switch {
+	case ma != nil && scoped: // with the person's verdicts: no Connect for a server they may not use
+		a := b.accessFor(ctx, team, "", []personRef{{user: user}})
+		a.AnyPlace = true
+		st = ss.StatusAt(ctx, a)
 	case ma != nil:
 		st = ma.StatusFor(ctx, team, user)
 	case b.opts.MCP != nil:
@@ -67,7 +72,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	var needs, mine []homeEntry
 	for _, x := range st {
 		o := x.OAuth
-		if o == nil {
+		if o == nil || (!o.Connected && x.Here != nil && !x.Here.OK) {
 			continue
 		}
 		admin := r == roleAdmin
@@ -171,6 +176,9 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 		}
 		if x.State == "failed" && !noConnectionYet(x) {
 			line += " · :x: unavailable"
+		}
+		if x.Here != nil && !x.Here.OK {
+			line += " · not for you"
 		}
 		lines = append(lines, line)
 	}

@@ -321,16 +321,18 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want Server
 		rec["scope"] = raw
 	}
 	reg.Record, _ = json.Marshal(rec)
-	if err := cs.PutRegistration(ctx, team, reg); err != nil {
+	if err := cs.PutRegistration(ctx, team, reg); errors.Is(err, session.ErrNotFound) { // removed meanwhile: not brought back
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
+	} else if err != nil {
 		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't save the scope just now. Nothing changed; please try again in a moment."
 	}
 	b.opts.MCP.Invalidate(team)
 	b.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
 	if clear {
-		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it within about 10 seconds.", mrkdwn.InlineCode(name), describeScope(want))
+		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it from its next turn.", mrkdwn.InlineCode(name), describeScope(want))
 	}
-	return fmt.Sprintf("*Scope of `%s`*: %s. Every replica applies it within about 10 seconds; turns already running are refused calls that it no longer allows.",
+	return fmt.Sprintf("*Scope of `%s`*: %s. Every replica applies it from its next turn; turns already running are refused calls that it no longer allows.",
 		mrkdwn.InlineCode(name), describeScope(want))
 }
 
