@@ -159,6 +159,10 @@ type Options struct {
 	// imported thread messages may take.
 	ContextWindow      int
 	ThreadContextShare float64
+	// ThreadCache keeps the messages the bot receives per thread, so
+	// imports read Redis before Slack (threadcache.go); nil (no
+	// SECRET_KEY) reads Slack only.
+	ThreadCache ThreadCache
 	// Tokens counts tokens for that share (an *agent.Counter); nil
 	// estimates four bytes a token.
 	Tokens TokenCounter
@@ -202,6 +206,8 @@ type Bot struct {
 
 	sockets  atomic.Int32
 	draining atomic.Bool
+	cacheOff atomic.Bool   // the thread cache failed for want of SECRET_KEY
+	search   searchAvail   // which workspaces have Slack search (search.go)
 	cool     cooldown      // socket back-off after too_many_websockets
 	authed   atomic.Bool   // Authenticate succeeded
 	health   socketHealth  // why no socket is open (startup.go)

@@ -241,6 +241,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		tools, notReady = tp.filter(tools, notReady)
 	}
 
+	tools = b.withSlackSearch(ctx, k, who, tools) // search.go
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	turnCtx, span, log := b.startTurnSpan(turnCtx, k, tp, log)

@@ -138,6 +138,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 
 		ThreadFollowups:       cfg.ThreadFollowups,
 		ThreadContextMessages: threadContextMessages(cfg.ThreadContextMessages),
+		ThreadCache:           threadCache(store, cfg), // slackctx.go
 		ContextWindow:         cfg.LLMContextWindow,
 		Tokens:                tokenCounter(cfg.LLMModel),
 		ToolContext:           mcp.WithRequester,
