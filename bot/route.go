@@ -262,6 +262,9 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 			}
 		}
 	}
+	if handled, ack, after := b.admitAgentEvent(ctx, cb); handled {
+		return ack, after // agentview.go
+	}
 	m, needsSession, ok, err := b.decodeCallback(cb)
 	if err != nil {
 		// It will not decode on redelivery either: ack and log.

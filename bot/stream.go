@@ -51,6 +51,7 @@ type streamer struct {
 	// in a message of its own, not edited into the one above.
 	breaks    []int
 	tasks     []slack.StreamChunk // tool progress for a native stream, not yet sent
+	taskIDs   map[string]bool     // tool calls with a task card (taskcards.go)
 	firstText time.Time
 	wake      chan struct{}
 	stop      chan struct{}
@@ -77,6 +78,8 @@ type streamer struct {
 	onPost   func(ctx context.Context, ts string)
 	lost     bool
 	reported bool
+	// as is the thread's agent session (agentsession.go).
+	as sessionState
 }
 
 // postedMsg is one message of the reply.
@@ -102,6 +105,7 @@ func newStreamer(b *Bot, k session.ThreadKey, m inbound) *streamer {
 		stop:      make(chan struct{}),
 		slotID:    newID(),
 		held:      map[string]bool{},
+		as:        sessionState{title: threadTitle(m.Text)},
 	}
 }
 
@@ -127,13 +131,10 @@ func (r *streamer) Observe(ev agent.Event) {
 		if n := r.text.Len(); strings.TrimSpace(r.text.String()) != "" && (len(r.breaks) == 0 || r.breaks[len(r.breaks)-1] < n) {
 			r.breaks = append(r.breaks, n)
 		}
+		r.taskProgress(ev)
 	case agent.EventToolStarted:
 		r.status = "Running " + toolName(ev) + "…"
-		if r.native {
-			c := slack.NewTaskUpdateChunk(ev.Call.ID, "Running "+toolName(ev))
-			c.Status = slack.TaskCardStatusInProgress
-			r.tasks = append(r.tasks, c)
-		}
+		r.taskProgress(ev) // taskcards.go
 	case agent.EventToolFinished:
 		r.status = "Thinking…"
 		result := "ok"
@@ -141,14 +142,7 @@ func (r *streamer) Observe(ev agent.Event) {
 			result = "error"
 		}
 		r.b.m.ToolCalls.WithLabelValues(ev.Decision.String(), result).Inc()
-		if r.native && ev.Call.ID != "" {
-			c := slack.NewTaskUpdateChunk(ev.Call.ID, toolName(ev))
-			c.Status = slack.TaskCardStatusComplete
-			if ev.IsError {
-				c.Status = slack.TaskCardStatusError
-			}
-			r.tasks = append(r.tasks, c)
-		}
+		r.taskProgress(ev)
 	case agent.EventCompacted:
 		r.status = "Summarizing the earlier conversation…"
 	}
@@ -223,6 +217,7 @@ func (r *streamer) loop(ctx context.Context) {
 			r.setStatus(ctx, status)
 		}
 		lastStatus = status
+		r.syncSession(ctx, status)
 		r.flush(ctx, false)
 	}
 }
@@ -261,6 +256,7 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.status = ""
 	r.mu.Unlock()
 	r.flush(ctx, true)
+	r.endSession(ctx)
 	for pool := range r.held {
 		r.b.gov.releaseSlot(ctx, r.k.Team, r.slot(pool))
 	}
