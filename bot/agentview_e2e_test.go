@@ -2,13 +2,18 @@ package bot_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
+	"github.com/bobbinbot/bobbin/provider"
 )
 
 // tabPrompts are the tab-level suggested prompts set in a DM (no
@@ -199,4 +204,59 @@ func secondReplica(t *testing.T, h *harness) (*slackemu.Server, *bot.Bot) {
 		t.Fatal(err)
 	}
 	return emu2, second
+}
+
+// failTool is an allowed tool that always fails.
+type failTool struct{}
+
+func (failTool) Spec() provider.ToolSpec {
+	return provider.ToolSpec{Name: "broken", Description: "Fails.", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (failTool) Call(context.Context, json.RawMessage) (string, error) {
+	return "", errors.New("the server is down")
+}
+func (failTool) Hints() agent.Hints { return agent.Hints{Server: "ops", Tool: "broken", Allowed: true} }
+
+// TestE2ETaskCards: in a native stream a turn's tool calls are task cards
+// that reach complete (error for the one that fails), titled with the
+// tool and summarizing its arguments, and the steps carry a plan title.
+func TestE2ETaskCards(t *testing.T) {
+	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) {
+		o.StreamMode = bot.StreamNative
+		o.Tools = staticTools{echoTool{}, failTool{}}
+	}})
+	h.llm.Enqueue(llmemu.Reply{ToolCalls: []llmemu.ToolCall{
+		{Name: "echo", Arguments: `{"say":"<hi> & bye"}`},
+		{Name: "broken", Arguments: "{}"},
+	}}, llmemu.Reply{Text: "One worked, one did not."})
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "use both tools", "")
+	h.wait("the answer", func() bool {
+		got, _, done := h.replyText(slackemu.ChannelGen, p.TS)
+		return done && got == "One worked, one did not."
+	})
+	r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+	if len(r) != 1 {
+		t.Fatalf("%d reply messages, want 1", len(r))
+	}
+	cards := h.emu.TaskCards(slackemu.ChannelGen, r[0].TS)
+	if len(cards) != 2 {
+		t.Fatalf("task cards = %+v, want 2", cards)
+	}
+	byTitle := map[string]slackemu.TaskCard{}
+	for _, c := range cards {
+		byTitle[c.Title] = c
+	}
+	echo, broken := byTitle["echo"], byTitle["ops/broken"]
+	if echo.Status != "complete" || !slices.Contains(echo.Statuses, "in_progress") {
+		t.Errorf("echo card = %+v, want in_progress then complete", echo)
+	}
+	if echo.Details != `{"say":"&lt;hi&gt; &amp; bye"}` {
+		t.Errorf("echo card details = %q, want the escaped arguments", echo.Details)
+	}
+	if broken.Status != "error" {
+		t.Errorf("broken card = %+v, want error", broken)
+	}
+	if r[0].PlanTitle == "" {
+		t.Error("two steps, but no plan title")
+	}
 }
