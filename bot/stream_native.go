@@ -43,9 +43,10 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 	if ns.ts == "" && final {
 		return false
 	}
-	if len(Split(text, SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
+	if len(Split(text, SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) || r.waitsOnPerson() {
 		// Streams die about 5 minutes after they start
-		// (message_not_in_streaming_state): finish with edits before that.
+		// (message_not_in_streaming_state): finish with edits before that,
+		// and before a wait on a person (streamlife.go).
 		r.nativeFallback(ctx)
 		return false
 	}
