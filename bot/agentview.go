@@ -47,14 +47,10 @@ const agentPaneTS = "dm"
 // admitAgentEvent handles the agent-view events (handled=false for any
 // other event). It runs before the ack, like admitEvent.
 func (b *Bot) admitAgentEvent(ctx context.Context, cb eventCallback) (handled, ack bool, after func(context.Context)) {
-	if cb.Type != "event_callback" {
+	ev, team, ok := agentEventOf(cb)
+	if !ok {
 		return false, false, nil
 	}
-	var ev agentEvent
-	if json.Unmarshal(cb.Event, &ev) != nil {
-		return false, false, nil
-	}
-	team := cmpOr(cb.TeamID, innerTeam(cb.Event))
 	switch {
 	case ev.Type == "app_home_opened" && ev.Tab == "messages":
 		if team == "" || ev.Channel == "" || ev.User == "" {
@@ -108,6 +104,19 @@ func (b *Bot) recordAgentPane(ctx context.Context, team string, ev agentEvent) b
 		return true
 	}
 	return b.recordPane(ctx, inbound{Team: team, Channel: ev.Channel, ThreadTS: agentPaneTS, Pane: &pc})
+}
+
+// agentEventOf decodes an agent-view event (ok=false for any other).
+func agentEventOf(cb eventCallback) (ev agentEvent, team string, ok bool) {
+	if cb.Type != "event_callback" || json.Unmarshal(cb.Event, &ev) != nil {
+		return ev, "", false
+	}
+	team = cmpOr(cb.TeamID, innerTeam(cb.Event))
+	switch {
+	case ev.Type == "app_home_opened" && ev.Tab == "messages", ev.Type == "app_context_changed", ev.Type == "agent_session_stopped":
+		return ev, team, true
+	}
+	return ev, team, false
 }
 
 // tabPrompts sets the Messages tab's suggested prompts. Under agent view

@@ -80,6 +80,9 @@ type streamer struct {
 	reported bool
 	// as is the thread's agent session (agentsession.go).
 	as sessionState
+	// finalPiece is the last piece of the final answer: it carries the
+	// feedback buttons (feedback.go).
+	finalPiece string
 }
 
 // postedMsg is one message of the reply.
@@ -328,6 +331,9 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 	if len(pieces) == 0 {
 		return
 	}
+	if final {
+		r.finalPiece = pieces[len(pieces)-1]
+	}
 	render := func(i int) (content, st string, live bool) {
 		content, live = pieces[i], i == len(pieces)-1 && !final
 		if live {
@@ -425,6 +431,9 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 	}
 	if status != "" {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+EscapeText(status)+"_", false, false)))
+	}
+	if r.feedbackFor(content, live, markdownText) {
+		blocks = append(blocks, feedbackBlock())
 	}
 	if live {
 		btn := slack.NewButtonBlockElement(actionStop, r.k.String(), slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false))

@@ -96,7 +96,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			return true
 		}
 		err := r.b.call(ctx, slackCall{team: r.k.Team, method: "chat.stopStream"}, func(ctx context.Context, api *slack.Client) error {
-			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
+			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionBlocks(feedbackBlock())) // feedback.go
 			return err
 		})
 		if err != nil {
