@@ -38,6 +38,9 @@ var sessionRefusals = map[string]bool{
 type sessionState struct {
 	sent  string // last status sent ("" none)
 	title string // the first question, for a new session
+	// failed is a status Slack refused for this thread (not_authorized,
+	// channel_not_found, …): not asked again until the status changes.
+	failed string
 }
 
 // sessionStatusOf maps the reply's status line to a session status.
@@ -66,7 +69,7 @@ func (r *streamer) endSession(ctx context.Context) {
 
 func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
 	b, team := r.b, r.k.Team
-	if status == r.as.sent || r.lost {
+	if status == r.as.sent || status == r.as.failed || r.lost {
 		return
 	}
 	if _, refused := b.agents.refused.Load(team); refused {
@@ -90,13 +93,16 @@ func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
 	var se slack.SlackErrorResponse
 	switch {
 	case err == nil:
-		r.as.sent = status
+		r.as.sent, r.as.failed = status, ""
 	case errors.As(err, &se) && sessionRefusals[se.Err]:
 		if _, loaded := b.agents.refused.LoadOrStore(team, struct{}{}); !loaded {
 			b.log.Warn("bot: Slack refuses agent sessions in this workspace; turns go on without a session status or Slack's Stop (enable the agent features in the app's settings)",
 				"team", team, "err", se.Err)
 		}
 	default:
+		if errors.As(err, &se) && !isRateLimited(err) {
+			r.as.failed = status
+		}
 		b.log.Debug("bot: agent session status not sent", append(threadAttrs(team, r.k.Channel, r.k.ThreadTS), "status", status, "err", err)...)
 	}
 }

@@ -221,42 +221,46 @@ func (failTool) Hints() agent.Hints { return agent.Hints{Server: "ops", Tool: "b
 // that reach complete (error for the one that fails), titled with the
 // tool and summarizing its arguments, and the steps carry a plan title.
 func TestE2ETaskCards(t *testing.T) {
-	h := newHarness(t, harnessOpts{bot: func(o *bot.Options) {
-		o.StreamMode = bot.StreamNative
-		o.Tools = staticTools{echoTool{}, failTool{}}
-	}})
-	h.llm.Enqueue(llmemu.Reply{ToolCalls: []llmemu.ToolCall{
-		{Name: "echo", Arguments: `{"say":"<hi> & bye"}`},
-		{Name: "broken", Arguments: "{}"},
-	}}, llmemu.Reply{Text: "One worked, one did not."})
-	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "use both tools", "")
-	h.wait("the answer", func() bool {
-		got, _, done := h.replyText(slackemu.ChannelGen, p.TS)
-		return done && got == "One worked, one did not."
-	})
-	r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
-	if len(r) != 1 {
-		t.Fatalf("%d reply messages, want 1", len(r))
-	}
-	cards := h.emu.TaskCards(slackemu.ChannelGen, r[0].TS)
-	if len(cards) != 2 {
-		t.Fatalf("task cards = %+v, want 2", cards)
-	}
-	byTitle := map[string]slackemu.TaskCard{}
-	for _, c := range cards {
-		byTitle[c.Title] = c
-	}
-	echo, broken := byTitle["echo"], byTitle["ops/broken"]
-	if echo.Status != "complete" || !slices.Contains(echo.Statuses, "in_progress") {
-		t.Errorf("echo card = %+v, want in_progress then complete", echo)
-	}
-	if echo.Details != `{"say":"&lt;hi&gt; &amp; bye"}` {
-		t.Errorf("echo card details = %q, want the escaped arguments", echo.Details)
-	}
-	if broken.Status != "error" {
-		t.Errorf("broken card = %+v, want error", broken)
-	}
-	if r[0].PlanTitle == "" {
-		t.Error("two steps, but no plan title")
+	for _, prov := range []string{"openai", "anthropic"} {
+		t.Run(prov, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{provider: prov, bot: func(o *bot.Options) {
+				o.StreamMode = bot.StreamNative
+				o.Tools = staticTools{echoTool{}, failTool{}}
+			}})
+			h.llm.Enqueue(llmemu.Reply{ToolCalls: []llmemu.ToolCall{
+				{Name: "echo", Arguments: `{"say":"<hi> & bye"}`},
+				{Name: "broken", Arguments: "{}"},
+			}}, llmemu.Reply{Text: "One worked, one did not."})
+			p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "use both tools", "")
+			h.wait("the answer", func() bool {
+				got, _, done := h.replyText(slackemu.ChannelGen, p.TS)
+				return done && got == "One worked, one did not."
+			})
+			r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+			if len(r) != 1 {
+				t.Fatalf("%d reply messages, want 1", len(r))
+			}
+			cards := h.emu.TaskCards(slackemu.ChannelGen, r[0].TS)
+			if len(cards) != 2 {
+				t.Fatalf("task cards = %+v, want 2", cards)
+			}
+			byTitle := map[string]slackemu.TaskCard{}
+			for _, c := range cards {
+				byTitle[c.Title] = c
+			}
+			echo, broken := byTitle["echo"], byTitle["ops/broken"]
+			if echo.Status != "complete" || !slices.Contains(echo.Statuses, "in_progress") {
+				t.Errorf("echo card = %+v, want in_progress then complete", echo)
+			}
+			if echo.Details != `{"say":"&lt;hi&gt; &amp; bye"}` {
+				t.Errorf("echo card details = %q, want the escaped arguments", echo.Details)
+			}
+			if broken.Status != "error" {
+				t.Errorf("broken card = %+v, want error", broken)
+			}
+			if r[0].PlanTitle == "" {
+				t.Error("two steps, but no plan title")
+			}
+		})
 	}
 }
