@@ -67,6 +67,19 @@ func (r *streamer) endSession(ctx context.Context) {
 	r.sendSession(ctx, slack.AgentSessionStatusActive, true)
 }
 
+// statusUnknown marks a session whose status Slack may have changed.
+const statusUnknown = "?"
+
+// streamEnded notes that the native stream ended before the turn: Slack
+// may have made the session "active" (chat.stopStream's default, a
+// stream that timed out) or left it (a person's Stop), so the turn's
+// status is sent again at the next tick, and at the end.
+func (r *streamer) streamEnded() {
+	if r.as.sent != "" {
+		r.as.sent = statusUnknown
+	}
+}
+
 func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
 	b, team := r.b, r.k.Team
 	if status == r.as.sent || status == r.as.failed || r.lost {

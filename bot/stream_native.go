@@ -204,6 +204,7 @@ func (r *streamer) nativeFallback(ctx context.Context) {
 		return
 	}
 	r.ensureStopped(ctx)
+	r.streamEnded() // agentsession.go
 	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
 }
 

@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,14 @@ func TestE2EStreamOutlivesLifetimeWithApproval(t *testing.T) {
 	}
 	if len(texts) != 2 || strings.TrimSpace(texts[0]) != strings.TrimSpace(before) || texts[1] != after {
 		t.Errorf("reply messages = %q, want the text before the prompt, then the rest", texts)
+	}
+	h.wait("the session done", func() bool {
+		s, _ := h.emu.AgentSession(slackemu.ChannelGen, p.TS)
+		return s.Status == slackemu.SessionActive
+	})
+	steps := sessionSteps(h.emu, slackemu.ChannelGen, p.TS)
+	if i := slices.Index(steps, "suspended"); i < 0 || !slices.Contains(steps[i:], "processing") {
+		t.Errorf("session statuses = %v, want suspended during the approval wait, then processing", steps)
 	}
 	if tool.calls.Load() != 1 {
 		t.Errorf("tool ran %d times, want 1", tool.calls.Load())
