@@ -264,3 +264,35 @@ func TestE2ETaskCards(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EAgentSessionStoppedDuringApproval: Slack's Stop, delivered to a
+// replica that does not run the turn, while the turn waits on an approval:
+// the turn stops, its prompt no longer offers to run the tool, the tool
+// never runs.
+func TestE2EAgentSessionStoppedDuringApproval(t *testing.T) {
+	e := newApprovalEnv(t, nil)
+	emu2, _ := secondReplica(t, e.harness)
+	p := e.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "write the file", "")
+	pr := e.waitPrompt(slackemu.ChannelGen, p.TS, 1)
+	st := emu2.StopAgentSession(slackemu.TeamID, slackemu.ChannelGen, p.TS, slackemu.UserAlice)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := emu2.WaitAck(ctx, st.Envelope); err != nil {
+		t.Fatal(err)
+	}
+	e.wait("the stop notice", func() bool {
+		got, _, done := e.replyText(slackemu.ChannelGen, p.TS)
+		return done && strings.Contains(got, "Stopped by <@"+slackemu.UserAlice+">")
+	})
+	if got, _, _ := e.replyText(slackemu.ChannelGen, p.TS); strings.Contains(got, "Tool said") {
+		t.Errorf("the model answered after Slack's Stop: %q", got)
+	}
+	e.wait("the prompt withdrawn", func() bool { return !hasButton(e.message(slackemu.ChannelGen, pr.TS), "bobbin_allow_once") })
+	if n := e.tool.calls.Load(); n != 0 {
+		t.Errorf("the tool ran %d times after Slack's Stop", n)
+	}
+	e.wait("the session out of processing", func() bool {
+		s, _ := e.emu.AgentSession(slackemu.ChannelGen, p.TS)
+		return s.Status != slackemu.SessionProcessing && s.Status != slackemu.SessionSuspended
+	})
+}
