@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // Agent sessions (agents.sessions.setStatus, reference
@@ -88,18 +90,18 @@ func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
 	if _, refused := b.agents.refused.Load(team); refused {
 		return
 	}
-	c := slackCall{team: team, method: "agents.sessions.setStatus", prio: prioLossy,
-		merge: "session:" + r.k.Channel + ":" + r.k.ThreadTS}
+	c := slackapi.Call{Team: team, Method: slackapi.AgentsSessionsSetStatus, Prio: slackapi.Lossy,
+		Merge: "session:" + r.k.Channel + ":" + r.k.ThreadTS}
 	if final {
 		// Not must-deliver: Slack times "processing" out by itself, and
 		// the answer is already there.
-		c.wait = 30 * time.Second
+		c.Wait = 30 * time.Second
 	}
 	p := slack.AgentSessionSetStatusParameters{Status: status, ChannelID: r.k.Channel, ThreadTS: r.k.ThreadTS}
 	if r.as.sent == "" {
 		p.Title, p.InitiatorUserID = r.as.title, r.requester // creation only
 	}
-	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.SetAgentSessionStatusContext(ctx, p)
 		return err
 	})
@@ -113,7 +115,7 @@ func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
 				"team", team, "err", se.Err)
 		}
 	default:
-		if errors.As(err, &se) && !isRateLimited(err) {
+		if errors.As(err, &se) && !slackapi.IsRateLimited(err) {
 			r.as.failed = status
 		}
 		b.log.Debug("bot: agent session status not sent", append(threadAttrs(team, r.k.Channel, r.k.ThreadTS), "status", status, "err", err)...)

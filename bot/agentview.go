@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -123,8 +124,8 @@ func agentEventOf(cb eventCallback) (ev agentEvent, team string, ok bool) {
 // they are tab-level: thread_ts must be omitted ("including it … will
 // cause the call to silently fail").
 func (b *Bot) tabPrompts(ctx context.Context, team, channel string) {
-	c := slackCall{team: team, method: "assistant.threads.setSuggestedPrompts", prio: prioLossy, merge: channel, wait: 5 * time.Second}
-	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	c := slackapi.Call{Team: team, Method: slackapi.AssistantThreadsSetSuggestedPrompts, Prio: slackapi.Lossy, Merge: channel, Wait: 5 * time.Second}
+	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
 			ChannelID: channel, Title: "Try asking", Prompts: suggestedPrompts,
 		})

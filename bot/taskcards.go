@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 
 // Tool calls as task cards (reference slack-agents-2026.md §3, §5). In a
@@ -83,10 +84,10 @@ func argsSummary(args string) string {
 // escClip escapes s and clips it so that the escaped text has at most n
 // runes (an entity is never cut).
 func escClip(s string, n int) string {
-	e := EscapeText(clipRunes(s, n))
+	e := mrkdwn.EscapeText(mrkdwn.ClipRunes(s, n))
 	for k := n; len([]rune(e)) > n && k > 1; {
 		k -= max(1, (len([]rune(e))-n)/4)
-		e = EscapeText(clipRunes(s, max(k, 1)))
+		e = mrkdwn.EscapeText(mrkdwn.ClipRunes(s, max(k, 1)))
 	}
 	return e
 }

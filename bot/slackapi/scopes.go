@@ -1,6 +1,7 @@
-package bot
+package slackapi
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -19,13 +20,13 @@ import (
 // use of it needs (Slack's documented requirement; none for methods that
 // need no scope). Where Slack accepts one scope per conversation type, the
 // row lists the types the bot works in.
-type webMethod struct {
-	name   string
-	goAPI  []string
-	scopes []string
+type WebMethod struct {
+	Name   string   // the Web API method (methods.go)
+	GoAPI  []string // the slack-go *Client methods that call it
+	Scopes []string // the bot scopes it needs
 }
 
-var webMethods = []webMethod{
+var webMethods = []WebMethod{
 	{"auth.test", []string{"AuthTest", "AuthTestContext"}, nil},
 	// Socket Mode's own call, made with the app-level token at start-up
 	// (connections:write is an app-token scope, not a bot scope).
@@ -46,7 +47,7 @@ var webMethods = []webMethod{
 	// context: public and private channels (never DMs).
 	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},
 	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
-	// Agent sessions (agentsession.go): status and, at creation, title.
+	// Agent sessions (bot/agentsession.go): status and, at creation, title.
 	{"agents.sessions.setStatus", []string{"SetAgentSessionStatus", "SetAgentSessionStatusContext"}, []string{"chat:write"}},
 	{"assistant.threads.setTitle", []string{"SetAssistantThreadsTitle", "SetAssistantThreadsTitleContext"}, []string{"assistant:write"}},
 	// A thread's earlier messages (threadctx.go), in every conversation
@@ -70,14 +71,14 @@ var botEvents = map[string]string{
 	"message.groups":   "groups:history",
 	"message.im":       "im:history",
 	// The App Home tab (home.go) and, under agent view, the Messages
-	// tab (agentview.go): no scope.
+	// tab (bot/agentview.go): no scope.
 	"app_home_opened": "",
-	// Agent view (agentview.go): the viewed channel, Slack's Stop.
+	// Agent view (bot/agentview.go): the viewed channel, Slack's Stop.
 	"app_context_changed":   "assistant:write",
 	"agent_session_stopped": "chat:write",
 }
 
-// legacyEvents are handled for apps still on assistant_view (assistant.go);
+// legacyEvents are handled for apps still on assistant_view (bot/assistant.go);
 // manifest.yaml (agent_view) does not subscribe to them: Slack's manifest
 // editor warns against assistant_thread_started under agent view.
 var legacyEvents = map[string]string{
@@ -95,23 +96,35 @@ var botFeatures = map[string]string{
 	"shortcuts": "commands",
 }
 
-// webMethodOf returns the row of a slack-go method name.
-func webMethodOf(goName string) (webMethod, bool) {
+// WebMethodOf returns the row of a slack-go method name.
+func WebMethodOf(goName string) (WebMethod, bool) {
 	for _, m := range webMethods {
-		if slices.Contains(m.goAPI, goName) {
+		if slices.Contains(m.GoAPI, goName) {
 			return m, true
 		}
 	}
-	return webMethod{}, false
+	return WebMethod{}, false
 }
 
-// requiredScopes is the sorted union of the scopes of every Web API
+// WebMethods is the method table: each Web API method the bot calls, its
+// slack-go methods and its scopes (a copy).
+func WebMethods() []WebMethod { return slices.Clone(webMethods) }
+
+// BotEvents are the event subscriptions the bot handles, with the scope
+// each needs (a copy).
+func BotEvents() map[string]string { return maps.Clone(botEvents) }
+
+// BotFeatures are the app features the bot uses that need a scope, with
+// that scope (a copy).
+func BotFeatures() map[string]string { return maps.Clone(botFeatures) }
+
+// RequiredScopes is the sorted union of the scopes of every Web API
 // method, event and feature the bot uses: what the installed bot token must
 // carry.
-func requiredScopes() []string {
+func RequiredScopes() []string {
 	set := map[string]bool{}
 	for _, m := range webMethods {
-		for _, s := range m.scopes {
+		for _, s := range m.Scopes {
 			set[s] = true
 		}
 	}
@@ -133,10 +146,10 @@ func requiredScopes() []string {
 	return out
 }
 
-// missingScopes lists the scopes of want that granted (Slack's
+// MissingScopes lists the scopes of want that granted (Slack's
 // X-OAuth-Scopes header: comma-separated) lacks; nil when granted is
 // empty, since not every Slack (or emulator) sends it.
-func missingScopes(granted string, want []string) []string {
+func MissingScopes(granted string, want []string) []string {
 	if strings.TrimSpace(granted) == "" {
 		return nil
 	}
