@@ -160,6 +160,11 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		return agent.Deny, errApprovalExpired
 	}
 	a.settle(ctx, got, p)
+	if got.State == session.ApprovalWithdrawn && got.DecidedBy != "" {
+		// Withdrawn by a Stop on another replica: stop the turn now, not
+		// at the next stop poll (as for questions, elicit.go).
+		a.b.cancels.cancel(a.k, stopCause{user: got.DecidedBy})
+	}
 	return agent.Deny, errApprovalWithdrawn
 }
 

@@ -231,6 +231,8 @@ type Bot struct {
 
 	// files downloads shared files (download.go).
 	files *fileFetcher
+	// agents: workspaces refusing agent sessions (agentsession.go).
+	agents agentSessions
 }
 
 // New checks opts and builds a Bot. It does not contact Slack.

@@ -274,6 +274,9 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 	if job := b.threadCacheJob(cb, cmpOr(cb.TeamID, innerTeam(cb.Event))); job != nil {
 		defer func() { after = thenAfter(ack, after, job) }() // threadcache.go
 	}
+	if handled, ack, after := b.admitAgentEvent(ctx, cb); handled {
+		return ack, after // agentview.go
+	}
 	m, needsSession, ok, err := b.decodeCallback(cb)
 	if err != nil {
 		// It will not decode on redelivery either: ack and log.
