@@ -125,6 +125,7 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 			ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: a.requester,
 			Server: req.Hints.Server, Tool: req.Call.Name, ArgsDigest: argsDigest(json.RawMessage(req.Call.Arguments)),
 			CallID: req.Call.ID, Expires: expires, MessageTS: ts,
+			AdminOnly: req.Hints.AdminOnly, OnceOnly: req.Hints.OnceOnly,
 		})
 		if err != nil {
 			log.Error("bot: storing the approval failed; denying", "err", err)
@@ -261,6 +262,8 @@ type prompt struct {
 	risk      string
 	args      string // escaped, truncated pretty JSON
 	truncated bool
+	// adminOnly and onceOnly come from the tool policy (policy_approval.go).
+	adminOnly, onceOnly bool
 }
 
 func newPrompt(req agent.ApprovalRequest, requester string) prompt {
@@ -270,7 +273,8 @@ func newPrompt(req agent.ApprovalRequest, requester string) prompt {
 		title = h.Server + "/" + h.Tool
 	}
 	args, truncated := shortArgs(json.RawMessage(req.Call.Arguments))
-	return prompt{title: title, requester: requester, risk: riskLine(h), args: args, truncated: truncated}
+	return prompt{title: title, requester: requester, risk: riskLine(h), args: args, truncated: truncated,
+		adminOnly: h.AdminOnly, onceOnly: h.OnceOnly}
 }
 
 // riskLine summarizes a tool's hints for the person deciding.
@@ -319,12 +323,18 @@ func (p prompt) pendingBlocks(id string, expires time.Time) []slack.Block {
 	thread := slack.NewButtonBlockElement(actionAllowThread, id, slack.NewTextBlockObject(slack.PlainTextType, labelAllowThread, false, false))
 	deny := slack.NewButtonBlockElement(actionDeny, id, slack.NewTextBlockObject(slack.PlainTextType, labelDeny, false, false)).WithStyle(slack.StyleDanger)
 	elems := []slack.BlockElement{once, thread, deny}
+	if p.onceOnly {
+		elems = []slack.BlockElement{once, deny}
+	}
 	if p.truncated {
 		elems = append(elems, slack.NewButtonBlockElement(actionViewArgs, id, slack.NewTextBlockObject(slack.PlainTextType, labelViewArgs, false, false)))
 	}
 	who := "The person who asked or a workspace admin can decide."
 	if p.requester != "" {
 		who = fmt.Sprintf("<@%s> or a workspace admin can decide.", p.requester)
+	}
+	if p.adminOnly {
+		who = policyAdminWho
 	}
 	status := fmt.Sprintf("%s Without an answer by %s it is denied.", who, slackDate(expires))
 	return append(p.baseBlocks(),
@@ -512,6 +522,9 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 		})
 		return
 	}
+	if !b.policyMayDecide(ctx, cb, ap, act.ActionID) {
+		return
+	}
 	base := cb.Message.Blocks.BlockSet
 	ts := cmpOr(ap.MessageTS, cb.Container.MessageTs)
 	fallback := "Approval for " + EscapeText(ap.Tool)
@@ -547,6 +560,9 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 		state = session.ApprovalAllowOnce
 	case actionAllowThread:
 		state = session.ApprovalAllowSession
+		if ap.OnceOnly {
+			state = session.ApprovalAllowOnce // no thread-wide permission for this tool
+		}
 	default:
 		state = session.ApprovalDeny
 	}

@@ -163,7 +163,11 @@ func (t auditedTool) audited(ctx context.Context, input json.RawMessage, start t
 		"duration_ms": strconv.FormatInt(time.Since(start).Milliseconds(), 10),
 	}
 	if ht, ok := t.Tool.(agent.HintedTool); ok {
-		f["server"] = ht.Hints().Server
+		h := ht.Hints()
+		f["server"] = h.Server
+		if h.Policy != "" {
+			f["policy"] = h.Policy // "auto": it ran without a prompt
+		}
 	}
 	t.b.audit(ctx, t.k.Team, f)
 }

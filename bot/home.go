@@ -60,6 +60,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	case b.opts.MCP != nil:
 		st = b.opts.MCP.Status(ctx, team)
 	}
+	b.fillPolicies(ctx, team, st) // policy.go
 	r, _ := b.roleOf(ctx, team, user, "")
 	var needs, mine []homeEntry
 	for _, x := range st {
@@ -167,6 +168,11 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 		}
 		if x.State == "failed" && !noConnectionYet(x) {
 			line += " · :x: unavailable"
+		}
+		if x.Policy != nil {
+			if p := policyToolsLine(*x.Policy); p != "" {
+				line += "\n    " + clip(p, 600)
+			}
 		}
 		lines = append(lines, line)
 	}

@@ -507,3 +507,33 @@ func (m *Manager) resetPolicies(ctx context.Context, team, server string, tools 
 		}
 	}
 }
+
+// EncodePolicy is how a stored rule's words are kept: Words, with
+// "reset" when the tool's definition changed since.
+func EncodePolicy(r PolicyRule) string {
+	w := r.Words()
+	if r.Reset {
+		w = strings.TrimSpace(w + " reset")
+	}
+	return w
+}
+
+// DecodePolicy reverses EncodePolicy for the rule of glob.
+func DecodePolicy(glob, words string) (PolicyRule, error) {
+	f := strings.Fields(words)
+	reset := slices.Contains(f, "reset")
+	f = slices.DeleteFunc(f, func(s string) bool { return s == "reset" })
+	r := PolicyRule{Tool: glob, Reset: reset}
+	if len(f) == 0 {
+		if !reset {
+			return PolicyRule{}, fmt.Errorf("mcp: policy of %s: no words", glob)
+		}
+		return r, nil
+	}
+	mode, private, err := ParsePolicyWords(f)
+	if err != nil {
+		return PolicyRule{}, fmt.Errorf("mcp: policy of %s: %w", glob, err)
+	}
+	r.Mode, r.Private = mode, private
+	return r, nil
+}
