@@ -194,7 +194,7 @@ func formatAudit(entries []session.AuditEntry) string {
 		s.WriteString("• ")
 		s.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05Z"))
 		s.WriteString(" `" + EscapeText(f["event"]) + "`")
-		for _, k := range []string{"user", "by", "server", "tool", "outcome", "decision", "duration_ms", "channel", "thread", "url", "args_digest"} {
+		for _, k := range []string{"user", "by", "server", "tool", "outcome", "policy", "decision", "duration_ms", "channel", "thread", "url", "args_digest"} {
 			v := f[k]
 			if v == "" {
 				continue
