@@ -98,6 +98,9 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 	cs := b.control()
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
 	p := newPrompt(req, a.requester)
+	if req.Hints.Private && !inDM(k.Channel) {
+		p.args, p.truncated, p.hidden = "", false, true // onlookers see no arguments (private.go)
+	}
 
 	ap, found := a.resume(ctx, req.Call.ID)
 	if !found {
@@ -264,6 +267,8 @@ type prompt struct {
 	truncated bool
 	// adminOnly and onceOnly come from the tool policy (policy_approval.go).
 	adminOnly, onceOnly bool
+	// hidden: the tool's results are private, so are its arguments.
+	hidden bool
 }
 
 func newPrompt(req agent.ApprovalRequest, requester string) prompt {
@@ -309,6 +314,9 @@ func (p prompt) baseBlocks() []slack.Block {
 	args := "```\n" + p.args + "\n```"
 	if a := strings.TrimSpace(p.args); a == "{}" || a == "" || a == "null" {
 		args = "_No arguments._"
+	}
+	if p.hidden {
+		args = "_Arguments hidden: this tool's results are private to the person who asked._"
 	}
 	return []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead)),
@@ -806,6 +814,10 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 		for _, a := range clicks {
 			b.approvalAction(ctx, cb, a)
 		}
+		private := privateClicks(cb) // private.go
+		for _, a := range private {
+			b.privateAction(ctx, cb, a)
+		}
 		questions, home := questionClicks(cb), homeClicks(cb) // elicit.go, home.go
 		for _, a := range questions {
 			b.questionAction(ctx, cb, a)
@@ -813,7 +825,7 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 		for _, a := range home {
 			b.homeAction(ctx, cb, a)
 		}
-		return nil, len(clicks)+len(questions)+len(home) > 0
+		return nil, len(clicks)+len(private)+len(questions)+len(home) > 0
 	case slack.InteractionTypeViewSubmission:
 		switch cb.View.CallbackID {
 		case callbackMCPAdd:

@@ -451,7 +451,8 @@ func (m *Manager) Policies(ctx context.Context, team string) ([]ServerPolicy, er
 }
 
 // SetPolicy stores an admin's rule for a server of the workspace (no mode
-// and no privacy: removes the rule of that glob). It returns the server's
+// and no privacy: removes the rule of that glob; only one of them: the
+// other is kept from the glob's rule). It returns the server's
 // policy after the change. The next turn on any replica applies it.
 func (m *Manager) SetPolicy(ctx context.Context, team, server string, rule PolicyRule) (ServerPolicy, error) {
 	if msg := checkGlob(cmpGlob(rule.Tool)); msg != "" {
@@ -462,6 +463,21 @@ func (m *Manager) SetPolicy(ctx context.Context, team, server string, rule Polic
 	}
 	rule.Tool = cmpGlob(rule.Tool)
 	rule.Reset = false
+	// A rule that says only the mode (or only the privacy) keeps the
+	// other half of the glob's rule: `lookup private` keeps lookup's mode.
+	if !rule.IsZero() && (rule.Mode == "" || rule.Private == nil) {
+		for _, old := range m.policies(ctx, team)[server] {
+			if old.Tool != rule.Tool {
+				continue
+			}
+			if rule.Mode == "" {
+				rule.Mode = old.Mode
+			}
+			if rule.Private == nil {
+				rule.Private = old.Private
+			}
+		}
+	}
 	if err := m.policyStore.PutToolPolicy(ctx, team, server, rule); err != nil {
 		return ServerPolicy{}, fmt.Errorf("mcp: storing the policy of %s: %w", server, err)
 	}

@@ -232,6 +232,12 @@ func TestPolicyOffersTools(t *testing.T) {
 	if diff := cmp.Diff(wantTools, sp.Tools); diff != "" {
 		t.Errorf("SetPolicy's report (-want +got):\n%s", diff)
 	}
+	// Privacy alone keeps the glob's mode, and the mode alone its privacy.
+	m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "list_notes", Private: &[]bool{true}[0]})
+	sp, _ = m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "list_notes", Mode: ModeAsk})
+	if got := sp.Tools[1].Policy; got.Mode != ModeAsk || !got.Private {
+		t.Errorf("list_notes after `private` then `ask`: %+v; want ask and private", got)
+	}
 	// Removing the rule (no words) brings the default back.
 	if _, err := m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "add_*"}); err != nil {
 		t.Fatal(err)

@@ -70,16 +70,19 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 	defer emu.Close()
 	crmURL, crmCalls := annotatedMCP(t)
 	looseURL, looseCalls := annotatedMCP(t)
+	// Whole-program tests share Redis and the workspace T111: the server
+	// names are this run's own, so no policy or pin of another run applies.
+	crm, loose := fmt.Sprintf("crm%d", time.Now().UnixNano()%1e9), fmt.Sprintf("loose%d", time.Now().UnixNano()%1e9)
 	cfgPath := filepath.Join(t.TempDir(), "mcp.yaml")
 	cfg := fmt.Sprintf(`servers:
-  - name: crm
+  - name: %s
     url: %s
     trusted: true
     policy:
       "drop_*": deny
-  - name: loose
+  - name: %s
     url: %s
-`, crmURL, looseURL)
+`, crm, crmURL, loose, looseURL)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -215,17 +218,17 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 	}
 
 	// A trusted server's read-only, closed-world tool in a DM: no prompt.
-	th, tools := ask(slackemu.DMAlice, slackemu.UserAlice, "call crm__find")
+	th, tools := ask(slackemu.DMAlice, slackemu.UserAlice, "call "+crm+"__find")
 	reply(slackemu.DMAlice, th, "Tools said: find: hi")
 	if ps := prompts(slackemu.DMAlice, th); len(ps) != 0 {
 		t.Errorf("crm__find in a DM posted %d approval prompts, want none", len(ps))
 	}
 	// deny: never offered to the model.
-	if slices.Contains(tools, "crm__drop_table") || !slices.Contains(tools, "crm__wipe") {
+	if slices.Contains(tools, crm+"__drop_table") || !slices.Contains(tools, crm+"__wipe") {
 		t.Errorf("tools offered: %v; want crm__wipe and no crm__drop_table", tools)
 	}
 	for _, r := range llm.Requests() {
-		if slices.Contains(r.Tools, "crm__drop_table") {
+		if slices.Contains(r.Tools, crm+"__drop_table") {
 			t.Errorf("a model request offered crm__drop_table: %v", r.Tools)
 		}
 	}
@@ -235,13 +238,13 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 	}
 
 	// The same tool in a channel asks.
-	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call crm__find")
+	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call "+crm+"__find")
 	p := promptOf(slackemu.ChannelGen, th)
 	click(slackemu.UserAlice, slackemu.ChannelGen, p, "bobbin_allow_once")
 	reply(slackemu.ChannelGen, th, "Tools said: find: hi")
 
 	// An untrusted server's read-only hint changes nothing, even in a DM.
-	th, _ = ask(slackemu.DMAlice, slackemu.UserAlice, "call loose__find")
+	th, _ = ask(slackemu.DMAlice, slackemu.UserAlice, "call "+loose+"__find")
 	p = promptOf(slackemu.DMAlice, th)
 	click(slackemu.UserAlice, slackemu.DMAlice, p, "bobbin_deny")
 	reply(slackemu.DMAlice, th, "Tools said:")
@@ -250,7 +253,7 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 	}
 
 	// A destructive tool of a trusted server: no Always allow.
-	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call crm__wipe")
+	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call "+crm+"__wipe")
 	p = promptOf(slackemu.ChannelGen, th)
 	if bytes.Contains(p.Blocks, []byte("bobbin_allow_thread")) || !bytes.Contains(p.Blocks, []byte("bobbin_allow_once")) {
 		t.Errorf("the destructive tool's prompt: %s; want Allow once and no Always allow", p.Blocks)
@@ -259,22 +262,22 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 	reply(slackemu.ChannelGen, th, "Tools said: wipe: hi")
 
 	// /bobbin mcp policy: admins only; grammar mistakes are explained.
-	if got := slash(slackemu.UserBob, "mcp policy crm wipe admin", 1); !strings.Contains(got, "Only workspace admins") {
+	if got := slash(slackemu.UserBob, "mcp policy "+crm+" wipe admin", 1); !strings.Contains(got, "Only workspace admins") {
 		t.Errorf("non-admin mcp policy answered %q", got)
 	}
-	if got := slash(slackemu.UserAdmin, "mcp policy crm wipe sometimes", 1); !strings.Contains(got, "is not a mode") {
+	if got := slash(slackemu.UserAdmin, "mcp policy "+crm+" wipe sometimes", 1); !strings.Contains(got, "is not a mode") {
 		t.Errorf("a bad mode answered %q", got)
 	}
 	if got := slash(slackemu.UserAdmin, "mcp policy nosuch auto", 1); !strings.Contains(got, "no MCP server named `nosuch`") {
 		t.Errorf("an unknown server answered %q", got)
 	}
-	got := slash(slackemu.UserAdmin, "mcp policy crm wipe admin", 1)
-	if !strings.Contains(got, "Tool policy of `crm`") || !strings.Contains(got, "`wipe` is now admin") {
+	got := slash(slackemu.UserAdmin, "mcp policy "+crm+" wipe admin", 1)
+	if !strings.Contains(got, "Tool policy of `"+crm+"`") || !strings.Contains(got, "`wipe` is now admin") {
 		t.Fatalf("mcp policy answered %q", got)
 	}
 
 	// admin: the asker's click is refused; an admin's runs the tool.
-	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call crm__wipe")
+	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call "+crm+"__wipe")
 	p = promptOf(slackemu.ChannelGen, th)
 	if !bytes.Contains(p.Blocks, []byte("Only a workspace admin can decide")) {
 		t.Errorf("the admin prompt does not say who decides: %s", p.Blocks)
@@ -299,10 +302,10 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 	}
 
 	// auto set from Slack applies to the next turn: no prompt in a channel.
-	if got := slash(slackemu.UserAdmin, "mcp policy crm find auto", 1); !strings.Contains(got, "`find` is now auto") {
+	if got := slash(slackemu.UserAdmin, "mcp policy "+crm+" find auto", 1); !strings.Contains(got, "`find` is now auto") {
 		t.Fatalf("mcp policy answered %q", got)
 	}
-	th, _ = ask(slackemu.ChannelGen, slackemu.UserBob, "call crm__find")
+	th, _ = ask(slackemu.ChannelGen, slackemu.UserBob, "call "+crm+"__find")
 	reply(slackemu.ChannelGen, th, "Tools said: find: hi")
 	if ps := prompts(slackemu.ChannelGen, th); len(ps) != 0 {
 		t.Errorf("crm__find with policy auto posted %d prompts in a channel", len(ps))
@@ -315,10 +318,88 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 			t.Errorf("mcp list lacks %q:\n%s", want, list)
 		}
 	}
-	if got := slash(slackemu.UserAdmin, "mcp policy crm", 1); !strings.Contains(got, "auto (runs without asking): `find`") {
-		t.Errorf("mcp policy crm answered %q", got)
+	if got := slash(slackemu.UserAdmin, "mcp policy "+crm, 1); !strings.Contains(got, "auto (runs without asking): `find`") {
+		t.Errorf("mcp policy "+crm+" answered %q", got)
 	}
 	if n := crmCalls("drop_table"); n != 0 {
 		t.Errorf("the denied tool ran %d times", n)
+	}
+
+	// private: in a channel the result goes to the asker only, and the
+	// model waits for the choice.
+	if got := slash(slackemu.UserAdmin, "mcp policy "+crm+" find private", 1); !strings.Contains(got, "`find` is now private") {
+		t.Fatalf("mcp policy private answered %q", got)
+	}
+	privateOf := func(thread string) slackemu.Ephemeral {
+		t.Helper()
+		var e slackemu.Ephemeral
+		wait("the private result in "+thread, func() bool {
+			for _, x := range emu.Ephemerals(slackemu.UserAlice) {
+				if x.ThreadTS == thread && bytes.Contains(x.Blocks, []byte("bobbin_private_share")) {
+					e = x
+					return true
+				}
+			}
+			return false
+		})
+		return e
+	}
+	sawResult := func(thread string) bool {
+		for _, m := range emu.BotReplies(slackemu.ChannelGen, thread) {
+			if strings.Contains(m.Text, "find: hi") || bytes.Contains(m.Blocks, []byte("find: hi")) {
+				return true
+			}
+		}
+		return false
+	}
+	modelSaw := func(marker string) bool {
+		for _, r := range llm.Requests() {
+			if strings.Contains(r.LastUserText(), marker+" ") && strings.Contains(r.LastMessage().Text, "find: hi") {
+				return true
+			}
+		}
+		return false
+	}
+	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call "+crm+"__find")
+	keepMarker := fmt.Sprintf("q%d", seq)
+	e := privateOf(th)
+	if !bytes.Contains(e.Blocks, []byte("find: hi")) || !bytes.Contains(e.Blocks, []byte("bobbin_private_keep")) {
+		t.Errorf("the private result shown to the asker: %s", e.Blocks)
+	}
+	if sawResult(th) || modelSaw(keepMarker) {
+		t.Error("the result reached the channel or the model before the asker chose")
+	}
+	if in, err := emu.Click(slackemu.TeamID, slackemu.UserAlice, slackemu.ChannelGen, e.TS, "bobbin_private_keep", ""); err != nil {
+		t.Fatal(err)
+	} else if _, err := in.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	reply(slackemu.ChannelGen, th, "Tools said: The result of this call was shown privately")
+	if sawResult(th) || modelSaw(keepMarker) {
+		t.Error("Keep private: the result reached the channel or the model")
+	}
+
+	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call "+crm+"__find")
+	shareMarker := fmt.Sprintf("q%d", seq)
+	e = privateOf(th)
+	if in, err := emu.Click(slackemu.TeamID, slackemu.UserAlice, slackemu.ChannelGen, e.TS, "bobbin_private_share", ""); err != nil {
+		t.Fatal(err)
+	} else if _, err := in.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	reply(slackemu.ChannelGen, th, "shared the result of `"+crm+"/find`")
+	reply(slackemu.ChannelGen, th, "Tools said: find: hi")
+	if !modelSaw(shareMarker) {
+		t.Error("Share: the model did not get the result")
+	}
+
+	// A private tool that asks: onlookers see no arguments.
+	if got := slash(slackemu.UserAdmin, "mcp policy "+crm+" find ask", 1); !strings.Contains(got, "`find` is now ask") {
+		t.Fatalf("mcp policy answered %q", got)
+	}
+	th, _ = ask(slackemu.ChannelGen, slackemu.UserAlice, "call "+crm+"__find")
+	p = promptOf(slackemu.ChannelGen, th)
+	if bytes.Contains(p.Blocks, []byte(`message`)) || !bytes.Contains(p.Blocks, []byte("Arguments hidden")) {
+		t.Errorf("the prompt of a private tool shows its arguments: %s", p.Blocks)
 	}
 }
