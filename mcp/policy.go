@@ -36,14 +36,6 @@ var Modes = []Mode{ModeAuto, ModeAutoInDM, ModeAsk, ModeAdmin, ModeDeny}
 // strictness orders modes: a higher number is narrower.
 func (m Mode) strictness() int { return slices.Index(Modes, m) }
 
-// narrower returns the narrower of a and b.
-func narrower(a, b Mode) Mode {
-	if a.strictness() >= b.strictness() {
-		return a
-	}
-	return b
-}
-
 // PolicyRule is one rule of a tool policy: the mode and privacy of the
 // tools of one server whose names match Tool.
 type PolicyRule struct {
