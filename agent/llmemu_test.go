@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"image"
 	"image/png"
 	"sync/atomic"
@@ -187,5 +188,41 @@ func TestCompactionFollowsTokenSettings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// failingTool fails every call with err.
+type failingTool struct{ err error }
+
+func (failingTool) Spec() provider.ToolSpec {
+	return provider.ToolSpec{Name: "fail", Description: "Always fails", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (f failingTool) Call(context.Context, json.RawMessage) (string, error) { return "", f.err }
+
+// TestToolErrorReachesOpenAIOnce: a failing tool's result reaches an
+// OpenAI-compatible model as "Error: <what failed>", the prefix once (the
+// agent words the failure, the provider only marks unworded ones).
+func TestToolErrorReachesOpenAIOnce(t *testing.T) {
+	emu := llmemu.New(llmemu.Options{})
+	t.Cleanup(emu.Close)
+	emu.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
+		if r.LastMessage().Role == "tool" {
+			return llmemu.Reply{Text: "noted"}
+		}
+		return llmemu.Reply{ToolCalls: []llmemu.ToolCall{{Name: "fail", Arguments: "{}"}}}
+	})
+	p := openai.New(openai.Options{ClientOptions: provider.ClientOptions{BaseURL: emu.URL() + "/v1"}})
+	a := agent.New(p, agent.Options{Model: "gpt-4o"})
+	res, err := a.Run(t.Context(), agent.Turn{History: []provider.Message{{Role: provider.RoleUser, Content: "go"}},
+		Tools: []agent.Tool{failingTool{errors.New("upstream said 503")}}, Grants: []string{"fail"}})
+	if err != nil || res.Outcome != agent.EndTurn {
+		t.Fatalf("outcome=%v err=%v", res.Outcome, err)
+	}
+	reqs := emu.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if got, want := reqs[1].LastMessage().Text, "Error: upstream said 503"; got != want {
+		t.Errorf("tool result the model saw = %q, want %q", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -27,6 +28,9 @@ type Access struct {
 	// including the assistant pane.
 	Channel string
 	DM      bool
+	// AnyPlace: the place is not checked (the App Home asks whether the
+	// person may use a server anywhere).
+	AnyPlace bool
 	// People are the people whose messages the turn answers (a merged
 	// turn has several; all must be in a server's scope).
 	People []Person
@@ -290,7 +294,7 @@ func (b *Bot) usergroupMembers(ctx context.Context, team, group string, fresh bo
 // it).
 func (b *Bot) fetchUsergroup(ctx context.Context, team, group string) ([]string, error) {
 	var members []string
-	err := b.call(ctx, slackCall{team: team, method: "usergroups.users.list"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.UsergroupsUsersList}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		members, err = api.GetUserGroupMembersContext(ctx, group)
 		return err

@@ -14,6 +14,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -133,7 +135,7 @@ func (b *Bot) roleOf(ctx context.Context, team, user, userTeam string) (role, st
 // lookupUser is users.info in team (must-deliver: a click waits on it).
 func (b *Bot) lookupUser(ctx context.Context, team, user string) (*slack.User, error) {
 	var u *slack.User
-	err := b.call(ctx, slackCall{team: team, method: "users.info"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.UsersInfo}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		u, err = api.GetUserInfoContext(ctx, user)
 		return err
@@ -187,9 +189,6 @@ type control struct {
 	// (access.go).
 	people personCache
 	groups groups
-	// jobs are slash-command answers still being worked on (a probe takes
-	// seconds, more than an ack may wait); Run waits for them on shutdown.
-	jobs sync.WaitGroup
 }
 
 // registrationRecord is the caller-owned JSON of a session.Registration
@@ -279,7 +278,7 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 	var s strings.Builder
 	s.WriteString("*MCP servers in this workspace*\n")
 	for _, x := range st {
-		fmt.Fprintf(&s, "• `%s`: %s, %s", inlineCode(x.Name), EscapeText(cmpOr(x.Transport, "?")), EscapeText(cmpOr(x.State, "unknown")))
+		fmt.Fprintf(&s, "• `%s`: %s, %s", mrkdwn.InlineCode(x.Name), mrkdwn.EscapeText(cmpOr(x.Transport, "?")), mrkdwn.EscapeText(cmpOr(x.State, "unknown")))
 		if x.State != "failed" {
 			fmt.Fprintf(&s, ", %d tools", x.Tools)
 		}
@@ -293,23 +292,23 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 		}
 		s.WriteString(")")
 		if x.URL != "" {
-			s.WriteString(" " + EscapeText(publicURL(x.URL)))
+			s.WriteString(" " + mrkdwn.EscapeText(publicURL(x.URL)))
 		}
 		s.WriteByte('\n')
 		switch {
 		case x.State == "starting":
 			s.WriteString("    :hourglass_flowing_sand: starting… its tools are offered once it is up (a first start may download it)\n")
 		case noConnectionYet(x):
-			fmt.Fprintf(&s, "    :electric_plug: no connection yet: its tools are listed once it is connected (`/bobbin mcp connect %s`)\n", inlineCode(x.Name))
+			fmt.Fprintf(&s, "    :electric_plug: no connection yet: its tools are listed once it is connected (`/bobbin mcp connect %s`)\n", mrkdwn.InlineCode(x.Name))
 		case x.Error != "":
-			fmt.Fprintf(&s, "    :x: %s\n", EscapeText(clip(x.Error, 300)))
+			fmt.Fprintf(&s, "    :x: %s\n", mrkdwn.EscapeText(mrkdwn.Clip(x.Error, 300)))
 		}
 		if l := oauthLine(x); l != "" {
 			s.WriteString(l + "\n")
 		}
 		if len(x.Disabled) > 0 {
 			fmt.Fprintf(&s, "    :warning: disabled because their definition changed: %s. An admin can review them with `/bobbin mcp tools %s` and re-enable them with `/bobbin mcp approve %s`.\n",
-				codeList(x.Disabled), inlineCode(x.Name), inlineCode(x.Name))
+				codeList(x.Disabled), mrkdwn.InlineCode(x.Name), mrkdwn.InlineCode(x.Name))
 		}
 		if len(x.Flagged) > 0 {
 			fmt.Fprintf(&s, "    :mag: flagged by the safety scanner: %s\n", codeList(x.Flagged))
@@ -329,7 +328,7 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 func codeList(names []string) string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = "`" + inlineCode(n) + "`"
+		out[i] = "`" + mrkdwn.InlineCode(n) + "`"
 	}
 	return strings.Join(out, ", ")
 }
@@ -338,12 +337,12 @@ func codeList(names []string) string {
 func (b *Bot) mcpTools(ctx context.Context, team, name string) string {
 	tools, err := b.opts.MCP.ServerTools(ctx, team, name)
 	if errors.Is(err, ErrUnknownServer) {
-		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
-		return EscapeText(fmt.Sprintf("I couldn't list the tools of %s: %v.", name, err)) + " Check `/bobbin mcp list` for its state, then try again."
+		return mrkdwn.EscapeText(fmt.Sprintf("I couldn't list the tools of %s: %v.", name, err)) + " Check `/bobbin mcp list` for its state, then try again."
 	}
-	return fmt.Sprintf("*Tools of `%s`* (%d)\n", inlineCode(name), len(tools)) + formatTools(tools, 300, false)
+	return fmt.Sprintf("*Tools of `%s`* (%d)\n", mrkdwn.InlineCode(name), len(tools)) + formatTools(tools, 300, false)
 }
 
 // formatTools lists tools with hints, state and description (cut to
@@ -354,22 +353,22 @@ func formatTools(tools []ToolInfo, descLimit int, withSchema bool) string {
 	}
 	var s strings.Builder
 	for _, t := range tools {
-		fmt.Fprintf(&s, "• `%s`", inlineCode(t.Name))
+		fmt.Fprintf(&s, "• `%s`", mrkdwn.InlineCode(t.Name))
 		if t.Exposed != "" && t.Exposed != t.Name {
-			fmt.Fprintf(&s, " (the model sees `%s`)", inlineCode(t.Exposed))
+			fmt.Fprintf(&s, " (the model sees `%s`)", mrkdwn.InlineCode(t.Exposed))
 		}
 		fmt.Fprintf(&s, ": %s\n", hintWords(t.Hints))
 		if d := strings.TrimSpace(t.Description); d != "" {
-			fmt.Fprintf(&s, "    %s\n", EscapeText(strings.Join(strings.Fields(clip(d, descLimit)), " ")))
+			fmt.Fprintf(&s, "    %s\n", mrkdwn.EscapeText(strings.Join(strings.Fields(mrkdwn.Clip(d, descLimit)), " ")))
 		}
 		if t.Disabled {
-			fmt.Fprintf(&s, "    :warning: disabled (%s) until an admin approves it\n", EscapeText(cmpOr(t.DisabledReason, "changed")))
+			fmt.Fprintf(&s, "    :warning: disabled (%s) until an admin approves it\n", mrkdwn.EscapeText(cmpOr(t.DisabledReason, "changed")))
 		}
 		if len(t.Flags) > 0 {
-			fmt.Fprintf(&s, "    :mag: flagged: %s\n", EscapeText(strings.Join(t.Flags, ", ")))
+			fmt.Fprintf(&s, "    :mag: flagged: %s\n", mrkdwn.EscapeText(strings.Join(t.Flags, ", ")))
 		}
 		if withSchema && len(t.InputSchema) > 0 {
-			fmt.Fprintf(&s, "```\n%s\n```\n", truncate(EscapeText(fenceSafe(string(t.InputSchema))), 1200))
+			fmt.Fprintf(&s, "```\n%s\n```\n", mrkdwn.Truncate(mrkdwn.EscapeText(mrkdwn.FenceSafe(string(t.InputSchema))), 1200))
 		}
 	}
 	return s.String()
@@ -379,13 +378,13 @@ func formatTools(tools []ToolInfo, descLimit int, withSchema bool) string {
 func (b *Bot) mcpApprove(ctx context.Context, team, user, name string) string {
 	tools, err := b.opts.MCP.Approve(ctx, team, name)
 	if errors.Is(err, ErrUnknownServer) {
-		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
-		return EscapeText(fmt.Sprintf("I couldn't approve %s: %v.", name, err)) + " Check `/bobbin mcp list` for its state, then try again."
+		return mrkdwn.EscapeText(fmt.Sprintf("I couldn't approve %s: %v.", name, err)) + " Check `/bobbin mcp list` for its state, then try again."
 	}
 	b.audit(ctx, team, map[string]string{"event": auditMCPApprove, "by": user, "server": name, "outcome": strconv.Itoa(len(tools)) + " tools"})
-	return fmt.Sprintf("*Approved the current definitions of `%s`*: its %d tools are enabled as defined below. Calls still ask for approval in the thread.\n", inlineCode(name), len(tools)) +
+	return fmt.Sprintf("*Approved the current definitions of `%s`*: its %d tools are enabled as defined below. Calls still ask for approval in the thread.\n", mrkdwn.InlineCode(name), len(tools)) +
 		formatTools(tools, 1000, true)
 }
 
@@ -393,7 +392,7 @@ func (b *Bot) mcpApprove(ctx context.Context, team, user, name string) string {
 func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
 	err := b.control().DeleteRegistration(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
-		return fmt.Sprintf("No server named `%s` was registered from Slack in this workspace. (Servers from the operator's configuration can only be removed there.) See `/bobbin mcp list`.", inlineCode(name))
+		return fmt.Sprintf("No server named `%s` was registered from Slack in this workspace. (Servers from the operator's configuration can only be removed there.) See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
 		b.log.Warn("bot: removing a registration failed", "team", team, "server", name, "err", err)
@@ -402,7 +401,7 @@ func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
 	b.opts.MCP.Invalidate(team)
 	b.forgetConnections(ctx, team, name)
 	b.audit(ctx, team, map[string]string{"event": auditMCPRemove, "by": user, "server": name})
-	return fmt.Sprintf("Removed `%s`. Its tools are no longer offered in this workspace.", inlineCode(name))
+	return fmt.Sprintf("Removed `%s`. Its tools are no longer offered in this workspace.", mrkdwn.InlineCode(name))
 }
 
 // mcpAdd probes a server and, when it answers, registers it. The header
@@ -412,7 +411,7 @@ func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
 func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, perUser bool) reply {
 	cs := b.control()
 	if _, err := cs.Registration(ctx, team, name); err == nil {
-		return reply{text: fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", inlineCode(name), inlineCode(name))}
+		return reply{text: fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))}
 	} else if !errors.Is(err, session.ErrNotFound) {
 		b.log.Warn("bot: reading registrations failed", "team", team, "err", err)
 		return reply{text: "I couldn't check the existing servers just now. Please try again in a moment."}
@@ -421,7 +420,7 @@ func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url 
 	switch {
 	case errors.Is(err, ErrOAuthUnavailable):
 		return reply{text: fmt.Sprintf("`%s` at %s signs in with OAuth, and OAuth needs the bot's PUBLIC_URL (its externally reachable address for the sign-in callback), which is not set. Nothing was saved. Ask the bot's operator to set PUBLIC_URL, then add the server again.",
-			inlineCode(name), EscapeText(publicURL(url)))}
+			mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)))}
 	case errors.Is(err, ErrNeedsOAuth):
 		mode := AuthWorkspace
 		if perUser {
@@ -431,11 +430,11 @@ func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url 
 	case err != nil:
 		msg := scrubSecrets(err.Error(), headers)
 		b.log.Info("bot: probing an MCP server failed", "team", team, "server", name, "err", msg)
-		return reply{text: EscapeText(fmt.Sprintf("I couldn't use %s at %s: %s.", name, publicURL(url), msg)) +
+		return reply{text: mrkdwn.EscapeText(fmt.Sprintf("I couldn't use %s at %s: %s.", name, publicURL(url), msg)) +
 			" Nothing was saved. Check the URL and headers, then run `/bobbin mcp add` again."}
 	}
 	if perUser {
-		return reply{text: fmt.Sprintf("`--per-user` is for servers that sign in with OAuth, and `%s` answered without asking for it. Nothing was saved; add it again without `--per-user`.", inlineCode(name))}
+		return reply{text: fmt.Sprintf("`--per-user` is for servers that sign in with OAuth, and `%s` answered without asking for it. Nothing was saved; add it again without `--per-user`.", mrkdwn.InlineCode(name))}
 	}
 	rec := registrationRecord{V: 1, URL: url}
 	for _, t := range tools {
@@ -450,9 +449,9 @@ func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url 
 	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
 		"outcome": strconv.Itoa(len(tools)) + " tools", "headers": strings.Join(rec.Headers, ",")})
 	var s strings.Builder
-	fmt.Fprintf(&s, "*Registered `%s`* at %s with %d tools", inlineCode(name), EscapeText(publicURL(url)), len(tools))
+	fmt.Fprintf(&s, "*Registered `%s`* at %s with %d tools", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), len(tools))
 	if len(headers) > 0 {
-		fmt.Fprintf(&s, " (headers %s stored encrypted)", EscapeText(strings.Join(rec.Headers, ", ")))
+		fmt.Fprintf(&s, " (headers %s stored encrypted)", mrkdwn.EscapeText(strings.Join(rec.Headers, ", ")))
 	}
 	s.WriteString(". They are offered to the model in this workspace from now on; each call asks for approval in the thread.\n")
 	s.WriteString(formatTools(tools, 300, false))
@@ -471,6 +470,9 @@ func (b *Bot) saveRegistration(ctx context.Context, team, user, name string, rec
 		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		if errors.Is(err, session.ErrNoSecretKey) {
 			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
+		}
+		if errors.Is(err, session.ErrExists) { // another admin added the name meanwhile
+			return fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))
 		}
 		return "I found the server but couldn't save it just now. Nothing was saved; please try again."
 	}
@@ -547,7 +549,7 @@ func (b *Bot) openAddModal(ctx context.Context, sc slack.SlashCommand, to replyT
 	if len(meta) > 3000 {
 		meta, _ = json.Marshal(replyTarget{Channel: to.Channel, User: to.User, Team: to.Team})
 	}
-	err := b.call(ctx, slackCall{team: sc.TeamID, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: sc.TeamID, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, sc.TriggerID, addModal(string(meta)))
 		return err
 	})
@@ -596,12 +598,12 @@ func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) an
 		if errors.As(err, &ue) {
 			errs[blockMCPURL] = "Only https:// URLs of MCP servers; commands, paths and stdio servers are refused."
 		} else {
-			errs[blockMCPURL] = clip("This URL can't be registered: "+err.Error(), 150)
+			errs[blockMCPURL] = mrkdwn.Clip("This URL can't be registered: "+err.Error(), 150)
 		}
 	}
 	hs, err := parseHeaderLines(rawHeaders)
 	if err != nil {
-		errs[blockMCPHeaders] = clip(err.Error(), 150)
+		errs[blockMCPHeaders] = mrkdwn.Clip(err.Error(), 150)
 	}
 	if len(errs) > 0 {
 		return slack.NewErrorsViewSubmissionResponse(errs)

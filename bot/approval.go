@@ -14,6 +14,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -112,7 +114,7 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		// Post first, then store: the buttons carry the id, and a click that
 		// beats the store is told to try again.
 		var ts string
-		err := b.call(ctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+		err := b.slack.Do(ctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatPostMessage, Channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 			var err error
 			_, ts, err = api.PostMessageContext(ctx, k.Channel,
 				slack.MsgOptionTS(k.ThreadTS),
@@ -247,7 +249,7 @@ func (b *Bot) updatePrompt(ctx context.Context, team, channel, ts, fallback stri
 	if ts == "" {
 		return nil
 	}
-	err := b.call(ctx, slackCall{team: team, method: "chat.update"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatUpdate}, func(ctx context.Context, api *slack.Client) error {
 		_, _, _, err := api.UpdateMessageContext(ctx, channel, ts,
 			slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...))
 		return err
@@ -303,11 +305,11 @@ func riskLine(h agent.Hints) string {
 }
 
 func (p prompt) fallback() string {
-	return "Approval needed to run " + EscapeText(p.title)
+	return "Approval needed to run " + mrkdwn.EscapeText(p.title)
 }
 
 func (p prompt) baseBlocks() []slack.Block {
-	head := fmt.Sprintf(":lock: *Approval needed* to run `%s`", inlineCode(p.title))
+	head := fmt.Sprintf(":lock: *Approval needed* to run `%s`", mrkdwn.InlineCode(p.title))
 	if p.requester != "" {
 		head += fmt.Sprintf(" for <@%s>", p.requester)
 	}
@@ -320,7 +322,7 @@ func (p prompt) baseBlocks() []slack.Block {
 	}
 	return []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead)),
-		slack.NewContextBlock(blockApprovalRisk, slack.NewTextBlockObject(slack.MarkdownType, EscapeText(p.risk), false, false)),
+		slack.NewContextBlock(blockApprovalRisk, slack.NewTextBlockObject(slack.MarkdownType, mrkdwn.EscapeText(p.risk), false, false)),
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, args, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalArgs)),
 	}
 }
@@ -344,7 +346,7 @@ func (p prompt) pendingBlocks(id string, expires time.Time) []slack.Block {
 	if p.adminOnly {
 		who = policyAdminWho
 	}
-	status := fmt.Sprintf("%s Without an answer by %s it is denied.", who, slackDate(expires))
+	status := fmt.Sprintf("%s Without an answer by %s it is denied.", who, mrkdwn.Date(expires))
 	return append(p.baseBlocks(),
 		slack.NewActionBlock(blockApprovalActions, elems...),
 		slack.NewContextBlock(blockApprovalStatus, slack.NewTextBlockObject(slack.MarkdownType, status, false, false)))
@@ -375,7 +377,7 @@ func closeBlocks(base []slack.Block, status string, buttons []slack.BlockElement
 
 // statusLine says what was decided, by whom and when.
 func statusLine(a session.Approval) string {
-	when := slackDate(a.DecidedAt)
+	when := mrkdwn.Date(a.DecidedAt)
 	by := ""
 	if a.DecidedBy != "" {
 		by = fmt.Sprintf(" by <@%s>", a.DecidedBy)
@@ -398,36 +400,23 @@ func statusLine(a session.Approval) string {
 	return "Pending."
 }
 
-// slackDate renders t in each reader's time zone, with a UTC fallback.
-func slackDate(t time.Time) string {
-	if t.IsZero() {
-		t = time.Now()
-	}
-	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
-}
-
-// inlineCode makes s safe inside `…`: escaped, without backticks.
-func inlineCode(s string) string {
-	return EscapeText(strings.ReplaceAll(s, "`", "'"))
-}
-
 // shortArgs renders arguments as pretty JSON with long strings cut, escaped
 // for mrkdwn so mentions stay inert, within one section; truncated reports
 // whether anything was left out.
 func shortArgs(raw json.RawMessage) (string, bool) {
 	v, err := decodeArgs(raw)
 	if err != nil {
-		s := EscapeText(fenceSafe(string(raw)))
+		s := mrkdwn.EscapeText(mrkdwn.FenceSafe(string(raw)))
 		if len(s) > argBlockLimit {
-			return truncate(s, argBlockLimit), true
+			return mrkdwn.Truncate(s, argBlockLimit), true
 		}
 		return s, false
 	}
 	cut := false
 	v = shortenValues(v, &cut)
-	s := EscapeText(fenceSafe(prettyJSON(v)))
+	s := mrkdwn.EscapeText(mrkdwn.FenceSafe(prettyJSON(v)))
 	if len(s) > argBlockLimit {
-		s, cut = truncate(s, argBlockLimit), true
+		s, cut = mrkdwn.Truncate(s, argBlockLimit), true
 	}
 	return s, cut
 }
@@ -436,9 +425,9 @@ func shortArgs(raw json.RawMessage) (string, bool) {
 func fullArgs(raw json.RawMessage) string {
 	v, err := decodeArgs(raw)
 	if err != nil {
-		return EscapeText(fenceSafe(string(raw)))
+		return mrkdwn.EscapeText(mrkdwn.FenceSafe(string(raw)))
 	}
-	return EscapeText(fenceSafe(prettyJSON(v)))
+	return mrkdwn.EscapeText(mrkdwn.FenceSafe(prettyJSON(v)))
 }
 
 func decodeArgs(raw json.RawMessage) (any, error) {
@@ -483,11 +472,6 @@ func prettyJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return strings.TrimRight(buf.String(), "\n")
-}
-
-// fenceSafe keeps a code block from being closed early by ``` inside it.
-func fenceSafe(s string) string {
-	return strings.ReplaceAll(s, "```", "`\u200b`\u200b`")
 }
 
 // approvalAction handles a click on an approval button.
@@ -535,10 +519,10 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 	}
 	base := cb.Message.Blocks.BlockSet
 	ts := cmpOr(ap.MessageTS, cb.Container.MessageTs)
-	fallback := "Approval for " + EscapeText(ap.Tool)
+	fallback := "Approval for " + mrkdwn.EscapeText(ap.Tool)
 	if len(base) == 0 {
 		base = []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType,
-			fmt.Sprintf(":lock: Approval for `%s`", inlineCode(ap.Tool)), false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead))}
+			fmt.Sprintf(":lock: Approval for `%s`", mrkdwn.InlineCode(ap.Tool)), false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead))}
 	}
 
 	if act.ActionID == actionRevoke {
@@ -555,7 +539,7 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 			"event": auditRevoke, "channel": ap.Channel, "thread": ap.ThreadTS, "user": ap.Requester, "by": user,
 			"tool": ap.Tool, "server": ap.Server, "approval": ap.ID,
 		})
-		status := statusLine(ap) + fmt.Sprintf(" Revoked by <@%s> at %s: I'll ask again next time.", user, slackDate(time.Now()))
+		status := statusLine(ap) + fmt.Sprintf(" Revoked by <@%s> at %s: I'll ask again next time.", user, mrkdwn.Date(time.Now()))
 		b.deliverSoon(ctx, func(ctx context.Context) error {
 			return b.updatePrompt(ctx, ap.Team, ap.Channel, ts, fallback, closeBlocks(base, status, nil))
 		})
@@ -629,22 +613,12 @@ func (b *Bot) deliverSoon(ctx context.Context, fn func(ctx context.Context) erro
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
-	if b.draining.Load() {
-		// Shutting down: Run may already wait for the jobs; finish here.
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
-		_ = fn(jctx)
-		return
-	}
-	b.ctl.jobs.Add(1)
-	go func() {
-		defer b.ctl.jobs.Done()
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
+	// Shutting down (the runner closed), Do finishes it here.
+	b.jobs.Do(ctx, "answering a click", func(jctx context.Context) {
 		if err := fn(jctx); err != nil {
 			b.log.Warn("bot: answering a click failed", "err", err)
 		}
-	}()
+	})
 }
 
 // waited is how long an approval waited for its decision, in ms.
@@ -682,7 +656,7 @@ func (b *Bot) tell(ctx context.Context, cb slack.InteractionCallback, threadTS, 
 	if threadTS = cmpOr(threadTS, cb.Container.ThreadTs); threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
 	}
-	err := b.call(ctx, slackCall{team: cmpOr(cb.Team.ID, cb.User.TeamID), method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: cmpOr(cb.Team.ID, cb.User.TeamID), Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PostEphemeralContext(ctx, channel, cb.User.ID, opts...)
 		return err
 	})
@@ -717,7 +691,7 @@ func (b *Bot) showArgs(ctx context.Context, cb slack.InteractionCallback, ap ses
 		b.tell(ctx, cb, ap.ThreadTS, "I couldn't find the arguments of this request any more.")
 		return
 	}
-	err = b.call(ctx, slackCall{team: ap.Team, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+	err = b.slack.Do(ctx, slackapi.Call{Team: ap.Team, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, cb.TriggerID, argsModal(ap.Tool, args))
 		return err
 	})
@@ -730,11 +704,11 @@ func (b *Bot) showArgs(ctx context.Context, cb slack.InteractionCallback, ap ses
 func argsModal(tool string, args json.RawMessage) slack.ModalViewRequest {
 	text := fullArgs(args)
 	var blocks []slack.Block
-	blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "Arguments of `"+inlineCode(tool)+"`", false, false)))
+	blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "Arguments of `"+mrkdwn.InlineCode(tool)+"`", false, false)))
 	for len(text) > 0 && len(blocks) <= argsModalParts {
 		part := text
 		if len(part) > argsModalLimit {
-			part = truncateAt(text, argsModalLimit)
+			part = mrkdwn.TruncateAt(text, argsModalLimit)
 		}
 		text = text[len(part):]
 		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```\n"+part+"\n```", false, false), nil, nil))
@@ -748,25 +722,6 @@ func argsModal(tool string, args json.RawMessage) slack.ModalViewRequest {
 		Close:  slack.NewTextBlockObject(slack.PlainTextType, "Close", false, false),
 		Blocks: slack.Blocks{BlockSet: blocks},
 	}
-}
-
-// truncateAt returns the longest prefix of s of at most n bytes that ends
-// at a line break when there is one, never inside a rune or an entity.
-func truncateAt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	if i := strings.LastIndexByte(s[:cut], '\n'); i > 0 {
-		return s[:i+1]
-	}
-	if i := strings.LastIndexByte(s[:cut], '&'); i >= 0 && !strings.Contains(s[i:cut], ";") {
-		cut = i
-	}
-	return s[:cut]
 }
 
 // approvalClicks extracts the approval-button actions of a block_actions

@@ -8,6 +8,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -84,9 +86,9 @@ func (b *Bot) paneNote(ctx context.Context, k session.ThreadKey, meta *session.M
 
 // suggestPrompts answers assistant_thread_started with suggested prompts.
 func (b *Bot) suggestPrompts(ctx context.Context, m inbound) {
-	c := slackCall{team: m.Team, method: "assistant.threads.setSuggestedPrompts", prio: prioLossy,
-		merge: m.Channel + ":" + m.ThreadTS, wait: 5 * time.Second}
-	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	c := slackapi.Call{Team: m.Team, Method: slackapi.AssistantThreadsSetSuggestedPrompts, Prio: slackapi.Lossy,
+		Merge: m.Channel + ":" + m.ThreadTS, Wait: 5 * time.Second}
+	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
 			ChannelID: m.Channel,
 			ThreadTS:  m.ThreadTS,
@@ -113,8 +115,8 @@ func (b *Bot) titleThread(ctx context.Context, k session.ThreadKey, first inboun
 	if title == "" {
 		return
 	}
-	c := slackCall{team: k.Team, method: "assistant.threads.setTitle", prio: prioLossy, merge: k.Channel + ":" + k.ThreadTS, wait: 5 * time.Second}
-	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	c := slackapi.Call{Team: k.Team, Method: slackapi.AssistantThreadsSetTitle, Prio: slackapi.Lossy, Merge: k.Channel + ":" + k.ThreadTS, Wait: 5 * time.Second}
+	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		return api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
 			ChannelID: k.Channel, ThreadTS: k.ThreadTS, Title: title,
 		})
@@ -129,5 +131,5 @@ func (b *Bot) titleThread(ctx context.Context, k session.ThreadKey, first inboun
 func threadTitle(text string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
 	line = strings.Join(strings.Fields(slackText(line)), " ")
-	return clip(line, maxTitle)
+	return mrkdwn.Clip(line, maxTitle)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -193,7 +194,7 @@ func formatAudit(entries []session.AuditEntry) string {
 		f := e.Fields
 		s.WriteString("• ")
 		s.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05Z"))
-		s.WriteString(" `" + EscapeText(f["event"]) + "`")
+		s.WriteString(" `" + mrkdwn.EscapeText(f["event"]) + "`")
 		for _, k := range []string{"user", "by", "server", "tool", "outcome", "policy", "decision", "duration_ms", "channel", "thread", "url", "args_digest"} {
 			v := f[k]
 			if v == "" {
@@ -201,9 +202,9 @@ func formatAudit(entries []session.AuditEntry) string {
 			}
 			switch k {
 			case "user", "by":
-				fmt.Fprintf(&s, " %s <@%s>", k, EscapeText(v))
+				fmt.Fprintf(&s, " %s <@%s>", k, mrkdwn.EscapeText(v))
 			default:
-				fmt.Fprintf(&s, " %s=%s", k, EscapeText(clip(v, 120)))
+				fmt.Fprintf(&s, " %s=%s", k, mrkdwn.EscapeText(mrkdwn.Clip(v, 120)))
 			}
 		}
 		s.WriteByte('\n')

@@ -16,6 +16,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/internal/jobs"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -168,9 +170,12 @@ type TokenCounter interface {
 
 // Bot is the Slack frontend. Build it with New, run it with Run.
 type Bot struct {
-	opts  Options
-	api   *slack.Client // use client(team)
-	gov   *governor
+	opts Options
+	api  *slack.Client // use client(team)
+	gov  *slackapi.Governor
+	// slack is the only path to the Web API (the governor, then the
+	// workspace's client: slackapi.Client.Do).
+	slack *slackapi.Client
 	store Store
 	log   *slog.Logger
 	m     *Metrics
@@ -205,6 +210,10 @@ type Bot struct {
 
 	// ctl is the state of approvals and admin commands (admin.go).
 	ctl control
+	// jobs is the work after an ack: slash commands answered later (a probe
+	// takes seconds, more than an ack may wait), prompt updates waiting on
+	// the budget, Home buttons. Run closes it on shutdown and waits.
+	jobs *jobs.Runner
 	// waits is what running turns wait on people for (waits.go).
 	waits personWaits
 
@@ -280,14 +289,14 @@ func New(opts Options) (*Bot, error) {
 	limits := opts.RateLimits
 	if limits == nil {
 		limits = DefaultRateLimits()
-		u := limits["chat.update"]
+		u := limits[slackapi.ChatUpdate]
 		u.PerMinute = opts.UpdatesPerMinute
-		limits["chat.update"] = u
+		limits[slackapi.ChatUpdate] = u
 	}
-	bs, _ := opts.Store.(budgetStore)
-	gov := newGovernor(bs, limits, m, log, max(30*time.Second, 10*opts.EditInterval))
+	bs, _ := opts.Store.(slackapi.Budget)
+	gov := slackapi.NewGovernor(bs, limits, m.api, log, max(30*time.Second, 10*opts.EditInterval))
 	governed := *hc
-	governed.Transport = slackTransport{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), gov: gov, m: m}
+	governed.Transport = slackapi.NewTransport(cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), gov, m.api)
 	b := &Bot{
 		opts:      opts,
 		gov:       gov,
@@ -301,11 +310,15 @@ func New(opts Options) (*Bot, error) {
 		cancels:   cancelRegistry{m: map[session.ThreadKey]context.CancelCauseFunc{}},
 		running:   map[session.ThreadKey]bool{},
 		files:     newFileFetcher(hc.Transport, opts.APIURL, m),
+		jobs:      jobs.New(log, jobTimeout),
 	}
 	b.api = b.newClient(opts.BotToken)
+	var auth slackapi.Authorizer = slackapi.Static{API: b.api}
 	if ist != nil {
 		b.inst = newInstalls(ist, opts.Installs)
+		auth = installAuth{b}
 	}
+	b.slack = slackapi.New(gov, auth, log)
 	return b, nil
 }
 
@@ -371,7 +384,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.drainSockets()
 	stopSockets()
 	socks.Wait()
-	b.ctl.jobs.Wait() // slash command answers still being worked on
+	b.jobs.Close() // slash command answers and clicks still being worked on
 
 	done := make(chan struct{})
 	go func() { b.workers.Wait(); close(done) }()

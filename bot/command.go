@@ -13,6 +13,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // MCPAdmin is what the admin commands need of the MCP manager. The bot does
@@ -178,7 +180,7 @@ func parseCommand(text string) (command, error) {
 		return command{Op: opAudit}, nil
 	case "mcp":
 	default:
-		return command{}, usageError(fmt.Sprintf("I don't know the command %q.", clip(toks[0], 40)))
+		return command{}, usageError(fmt.Sprintf("I don't know the command %q.", mrkdwn.Clip(toks[0], 40)))
 	}
 	if len(toks) < 2 {
 		return command{}, usageError("Say what to do with MCP servers: `list`, `tools <name>`, `add`, `remove <name>`, `approve <name>`, `scope <name> …`, `connect <name>` or `disconnect <name>`.")
@@ -226,7 +228,7 @@ func parseCommand(text string) (command, error) {
 		}
 		return command{Op: opScope, Name: args[0], Scope: sc, ClearScope: clear}, nil
 	}
-	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove`, `approve`, `scope`, `connect` or `disconnect`.", clip(toks[1], 40)))
+	return command{}, usageError(fmt.Sprintf("I don't know `mcp %s`: use `list`, `tools`, `add`, `remove`, `approve`, `scope`, `connect` or `disconnect`.", mrkdwn.Clip(toks[1], 40)))
 }
 
 // parseAdd parses `mcp add [<name> <url> [--per-user] [Header: value …]]`.
@@ -265,7 +267,7 @@ func parseAdd(args []string) (command, error) {
 
 func checkServerName(name string) error {
 	if !serverNameRE.MatchString(name) {
-		return usageError(fmt.Sprintf("%q is not a server name: use 1 to 32 letters, digits, '-' or '_'.", clip(name, 40)))
+		return usageError(fmt.Sprintf("%q is not a server name: use 1 to 32 letters, digits, '-' or '_'.", mrkdwn.Clip(name, 40)))
 	}
 	return nil
 }
@@ -401,15 +403,6 @@ func tokenize(s string) ([]string, error) {
 	return toks, nil
 }
 
-// clip shortens s to n runes for echoing a mistake back.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}
-
 // jobTimeout bounds a slash command answered later (a probe, a listing
 // that connects to servers).
 const jobTimeout = 45 * time.Second
@@ -438,10 +431,10 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	cmd, err := parseCommand(sc.Text)
 	var ue usageError
 	if errors.As(err, &ue) {
-		return ephemeralAck(EscapeText(ue.Error()) + " See `/bobbin help`.")
+		return ephemeralAck(mrkdwn.EscapeText(ue.Error()) + " See `/bobbin help`.")
 	}
 	if err != nil || cmd.Op == opHelp {
-		return ephemeralAck(EscapeText(helpText))
+		return ephemeralAck(mrkdwn.EscapeText(helpText))
 	}
 	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID, Team: sc.TeamID}
 	team, user := sc.TeamID, sc.UserID
@@ -498,14 +491,14 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 		return b.openAddModal(ctx, sc, to)
 	case opAdd:
 		if err := b.opts.MCP.ValidateURL(cmd.URL); err != nil {
-			return ephemeralAck(EscapeText("That URL can't be registered: "+err.Error()+".") + " Use an `https://` URL of an MCP server.")
+			return ephemeralAck(mrkdwn.EscapeText("That URL can't be registered: "+err.Error()+".") + " Use an `https://` URL of an MCP server.")
 		}
 		hs := headerMap(cmd.Headers)
 		return b.laterReply(ctx, to, fmt.Sprintf("Connecting to `%s` to list its tools…", cmd.Name), func(ctx context.Context) reply {
 			return b.mcpAdd(ctx, to, team, user, cmd.Name, cmd.URL, hs, cmd.PerUser)
 		})
 	}
-	return ephemeralAck(EscapeText(helpText))
+	return ephemeralAck(mrkdwn.EscapeText(helpText))
 }
 
 func noRightsText(why string) string {
@@ -546,12 +539,13 @@ func (b *Bot) later(ctx context.Context, to replyTarget, ack string, job func(ct
 func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 	parts := chunkLines(text, replyChunk)
 	if len(parts) > 5 {
-		parts = append(parts[:4], truncate(parts[4], replyChunk-40)+"\n_(more not shown)_")
+		parts = append(parts[:4], mrkdwn.Truncate(parts[4], replyChunk-40)+"\n_(more not shown)_")
 	}
 	hc := b.webhookClient()
 	for _, p := range parts {
 		if to.ResponseURL != "" {
-			err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, &slack.WebhookMessage{ResponseType: "ephemeral", Text: p})
+			// p is the bot's own mrkdwn (its callers escape what they quote).
+			err := slackapi.Respond(ctx, hc, to.ResponseURL, slackapi.Msg{Text: mrkdwn.Text(p)}, false)
 			if err == nil {
 				continue
 			}
@@ -560,11 +554,7 @@ func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 		if to.Channel == "" || to.User == "" {
 			continue
 		}
-		err := b.call(ctx, slackCall{team: to.Team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
-			_, err := api.PostEphemeralContext(ctx, to.Channel, to.User, slack.MsgOptionText(p, false))
-			return err
-		})
-		if err != nil {
+		if err := b.slack.Ephemeral(ctx, to.Team, to.Channel, to.User, slackapi.Msg{Text: mrkdwn.Text(p)}); err != nil {
 			b.log.Warn("bot: slash command answer not delivered", "err", err)
 		}
 	}
@@ -576,7 +566,7 @@ func chunkLines(text string, n int) []string {
 	for len(text) > n {
 		cut := strings.LastIndexByte(text[:n], '\n')
 		if cut <= 0 {
-			cut = len(truncateAt(text, n))
+			cut = len(mrkdwn.TruncateAt(text, n))
 			if cut == 0 {
 				cut = n
 			}

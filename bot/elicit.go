@@ -11,6 +11,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -176,7 +178,7 @@ func (b *Bot) Ask(ctx context.Context, q Question) (QuestionAnswer, error) {
 	// Post first, then store (as approvals): a click that beats the store
 	// waits for it.
 	var ts string
-	err = b.call(ctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+	err = b.slack.Do(ctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatPostMessage, Channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		_, ts, err = api.PostMessageContext(ctx, k.Channel, slack.MsgOptionTS(k.ThreadTS),
 			slack.MsgOptionText(questionFallback(q), false),
@@ -308,12 +310,12 @@ func fieldNames(fs []FormField) string {
 	for i, f := range fs {
 		names[i] = f.Name
 	}
-	return clip(strings.Join(names, ","), 300)
+	return mrkdwn.Clip(strings.Join(names, ","), 300)
 }
 
 // questionFallback is the notification text of a question.
 func questionFallback(q Question) string {
-	return EscapeText(q.Server) + " asks: " + EscapeText(clip(q.Message, 200))
+	return mrkdwn.EscapeText(q.Server) + " asks: " + mrkdwn.EscapeText(mrkdwn.Clip(q.Message, 200))
 }
 
 // urlHost is a URL's host, for showing where a link goes.
@@ -330,9 +332,9 @@ func questionHead(q Question) slack.Block {
 	var text string
 	if q.Mode == QuestionURL {
 		text = fmt.Sprintf(":link: *`%s`* asks <@%s> to open a page on *%s*: %s",
-			inlineCode(q.Server), q.User, EscapeText(urlHost(q.URL)), EscapeText(clip(q.Message, 2000)))
+			mrkdwn.InlineCode(q.Server), q.User, mrkdwn.EscapeText(urlHost(q.URL)), mrkdwn.EscapeText(mrkdwn.Clip(q.Message, 2000)))
 	} else {
-		text = fmt.Sprintf(":speech_balloon: *`%s`* asks <@%s>: %s", inlineCode(q.Server), q.User, EscapeText(clip(q.Message, 2500)))
+		text = fmt.Sprintf(":speech_balloon: *`%s`* asks <@%s>: %s", mrkdwn.InlineCode(q.Server), q.User, mrkdwn.EscapeText(mrkdwn.Clip(q.Message, 2500)))
 	}
 	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockQHead))
 }
@@ -366,7 +368,7 @@ func questionPending(id string, q Question, expires time.Time) []slack.Block {
 		elems = append(elems, btn(actionQAnswer, labelAnswer, slack.StylePrimary), btn(actionQDecline, labelDecline, ""), btn(actionQCancel, labelCancel, ""))
 		who = fmt.Sprintf("<@%s> or a workspace admin can answer.", q.User)
 	}
-	status := fmt.Sprintf("%s Without an answer by %s it is cancelled.", who, slackDate(expires))
+	status := fmt.Sprintf("%s Without an answer by %s it is cancelled.", who, mrkdwn.Date(expires))
 	return append(questionBase(q),
 		slack.NewActionBlock(blockQActions, elems...),
 		slack.NewContextBlock(blockQStatus, slack.NewTextBlockObject(slack.MarkdownType, status, false, false)))
@@ -387,18 +389,18 @@ func questionClosed(q Question, status, summary string) []slack.Block {
 // button), the link button, Done and Cancel.
 func urlBlocks(id string, q Question) []slack.Block {
 	host := urlHost(q.URL)
-	where := fmt.Sprintf("*%s*\n`%s`", EscapeText(host), EscapeText(strings.ReplaceAll(q.URL, "`", "%60")))
+	where := fmt.Sprintf("*%s*\n`%s`", mrkdwn.EscapeText(host), mrkdwn.EscapeText(strings.ReplaceAll(q.URL, "`", "%60")))
 	if strings.Contains(strings.ToLower(host), "xn--") {
 		where += "\n:warning: This address uses punycode (`xn--`): it may imitate another site's name. Check it before you open it."
 	}
-	open := slack.NewButtonBlockElement(actionQOpen, id, slack.NewTextBlockObject(slack.PlainTextType, clipRunes("Open "+host, 75), false, false))
+	open := slack.NewButtonBlockElement(actionQOpen, id, slack.NewTextBlockObject(slack.PlainTextType, mrkdwn.ClipRunes("Open "+host, 75), false, false))
 	open.URL = q.URL
 	done := slack.NewButtonBlockElement(actionQDone, id, slack.NewTextBlockObject(slack.PlainTextType, labelDone, false, false)).WithStyle(slack.StylePrimary)
 	cancel := slack.NewButtonBlockElement(actionQCancel, id, slack.NewTextBlockObject(slack.PlainTextType, labelCancel, false, false))
-	head := fmt.Sprintf(":link: *`%s`* asks you to open this page: %s", inlineCode(q.Server), EscapeText(clip(q.Message, 2000)))
+	head := fmt.Sprintf(":link: *`%s`* asks you to open this page: %s", mrkdwn.InlineCode(q.Server), mrkdwn.EscapeText(mrkdwn.Clip(q.Message, 2000)))
 	return []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil),
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, clipRunes(where, 2900), false, false), nil, nil),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, mrkdwn.ClipRunes(where, 2900), false, false), nil, nil),
 		slack.NewActionBlock(blockQActions, open, done, cancel),
 		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "Press *Done* once you have finished on that page, or *Cancel*. Only you see this message.", false, false)),
 	}
@@ -406,7 +408,7 @@ func urlBlocks(id string, q Question) []slack.Block {
 
 // questionStatus says how a question ended, by whom and when.
 func questionStatus(q session.Question) string {
-	when := slackDate(q.DecidedAt)
+	when := mrkdwn.Date(q.DecidedAt)
 	by := ""
 	if q.DecidedBy != "" {
 		by = fmt.Sprintf(" by <@%s>", q.DecidedBy)
@@ -430,15 +432,6 @@ func questionStatus(q session.Question) string {
 		return fmt.Sprintf(":black_square_for_stop: Withdrawn at %s: the request ended before anyone answered.", when)
 	}
 	return "Pending."
-}
-
-// clipRunes cuts s to at most n runes, ending with … when cut.
-func clipRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 // questionClicks extracts the question-button actions of a block_actions

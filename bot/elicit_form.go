@@ -14,6 +14,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -43,10 +45,6 @@ const (
 
 func blockField(i int) string { return "q_f" + strconv.Itoa(i) }
 
-func plain(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
-}
-
 // boolAsSelect: a required boolean without a default is a yes/no select
 // (so the person must choose); others are a checkbox, pre-checked when the
 // default is true.
@@ -56,11 +54,11 @@ func boolAsSelect(f FormField) bool {
 }
 
 func fieldLabel(f FormField) string {
-	return clipRunes(cmpOr(strings.TrimSpace(f.Title), f.Name), maxLabel)
+	return mrkdwn.ClipRunes(cmpOr(strings.TrimSpace(f.Title), f.Name), maxLabel)
 }
 
 func optionText(o FormOption) string {
-	return clipRunes(cmpOr(o.Title, o.Value), maxOptionText)
+	return mrkdwn.ClipRunes(cmpOr(o.Title, o.Value), maxOptionText)
 }
 
 // formatNum renders a number for number_input (no exponent).
@@ -110,7 +108,7 @@ func fieldHint(f FormField) string {
 	if f.Sensitive {
 		parts = append(parts, "Not shown in the thread.")
 	}
-	return clipRunes(strings.Join(parts, " "), maxHint)
+	return mrkdwn.ClipRunes(strings.Join(parts, " "), maxHint)
 }
 
 // fieldElement is the input element of one field, defaults pre-filled.
@@ -131,10 +129,10 @@ func fieldElement(f FormField) slack.BlockElement {
 	case FieldBoolean:
 		def, _ := f.Default.(bool)
 		if boolAsSelect(f) {
-			yes, no := slack.NewOptionBlockObject("true", plain("Yes"), nil), slack.NewOptionBlockObject("false", plain("No"), nil)
-			return slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Yes or no"), actionQValue, yes, no)
+			yes, no := slack.NewOptionBlockObject("true", mrkdwn.Plain("Yes"), nil), slack.NewOptionBlockObject("false", mrkdwn.Plain("No"), nil)
+			return slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, mrkdwn.Plain("Yes or no"), actionQValue, yes, no)
 		}
-		yes := slack.NewOptionBlockObject("true", plain("Yes"), nil)
+		yes := slack.NewOptionBlockObject("true", mrkdwn.Plain("Yes"), nil)
 		e := slack.NewCheckboxGroupsBlockElement(actionQValue, yes)
 		if def {
 			e.InitialOptions = []*slack.OptionBlockObject{yes}
@@ -150,7 +148,7 @@ func fieldElement(f FormField) slack.BlockElement {
 			}
 			// Values are indexes: Slack caps option values at 150
 			// characters and the server's may be longer.
-			opt := slack.NewOptionBlockObject(strconv.Itoa(i), plain(optionText(o)), nil)
+			opt := slack.NewOptionBlockObject(strconv.Itoa(i), mrkdwn.Plain(optionText(o)), nil)
 			opts = append(opts, opt)
 			for _, d := range defaults {
 				if d == o.Value {
@@ -159,13 +157,13 @@ func fieldElement(f FormField) slack.BlockElement {
 			}
 		}
 		if f.Kind == FieldEnum {
-			e := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Choose one"), actionQValue, opts...)
+			e := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, mrkdwn.Plain("Choose one"), actionQValue, opts...)
 			if len(initial) > 0 {
 				e.InitialOption = initial[0]
 			}
 			return e
 		}
-		e := slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, plain("Choose"), actionQValue, opts...)
+		e := slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, mrkdwn.Plain("Choose"), actionQValue, opts...)
 		e.InitialOptions = initial
 		if f.MaxItems != nil && *f.MaxItems > 0 {
 			n := *f.MaxItems
@@ -185,11 +183,11 @@ func fieldElement(f FormField) slack.BlockElement {
 	var ph *slack.TextBlockObject
 	switch f.Format {
 	case "email":
-		ph = plain("name@example.com")
+		ph = mrkdwn.Plain("name@example.com")
 	case "uri":
-		ph = plain("https://…")
+		ph = mrkdwn.Plain("https://…")
 	case "date-time":
-		ph = plain("2026-01-31T14:00:00Z")
+		ph = mrkdwn.Plain("2026-01-31T14:00:00Z")
 	}
 	e := slack.NewPlainTextInputBlockElement(ph, actionQValue)
 	if f.MinLength != nil && *f.MinLength > 0 && *f.MinLength <= maxInputLength {
@@ -210,7 +208,7 @@ func fieldElement(f FormField) slack.BlockElement {
 
 // questionModal is the form of question id.
 func questionModal(id string, q Question) slack.ModalViewRequest {
-	head := fmt.Sprintf("*`%s`* asks: %s", inlineCode(q.Server), EscapeText(clip(q.Message, 2500)))
+	head := fmt.Sprintf("*`%s`* asks: %s", mrkdwn.InlineCode(q.Server), mrkdwn.EscapeText(mrkdwn.Clip(q.Message, 2500)))
 	blocks := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil)}
 	if q.AsksForSecret {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, secretWarning, false, false)))
@@ -221,9 +219,9 @@ func questionModal(id string, q Question) slack.ModalViewRequest {
 		}
 		var hint *slack.TextBlockObject
 		if h := fieldHint(f); h != "" {
-			hint = plain(h)
+			hint = mrkdwn.Plain(h)
 		}
-		in := slack.NewInputBlock(blockField(i), plain(fieldLabel(f)), hint, fieldElement(f))
+		in := slack.NewInputBlock(blockField(i), mrkdwn.Plain(fieldLabel(f)), hint, fieldElement(f))
 		// Checkboxes are always optional: unchecked means false.
 		in.Optional = !f.Required || (f.Kind == FieldBoolean && !boolAsSelect(f))
 		blocks = append(blocks, in)
@@ -234,9 +232,9 @@ func questionModal(id string, q Question) slack.ModalViewRequest {
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      callbackQuestion,
-		Title:           plain(clipRunes("Answer "+q.Server, maxModalTitle)),
-		Submit:          plain("Send"),
-		Close:           plain("Close"),
+		Title:           mrkdwn.Plain(mrkdwn.ClipRunes("Answer "+q.Server, maxModalTitle)),
+		Submit:          mrkdwn.Plain("Send"),
+		Close:           mrkdwn.Plain("Close"),
 		PrivateMetadata: id,
 		Blocks:          slack.Blocks{BlockSet: blocks},
 	}
@@ -248,7 +246,7 @@ func (b *Bot) openQuestionModal(ctx context.Context, cb slack.InteractionCallbac
 		b.tell(ctx, cb, rec.ThreadTS, "This form has more fields than a Slack form can show. Decline or Cancel it.")
 		return
 	}
-	err := b.call(ctx, slackCall{team: rec.Team, method: "views.open"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: rec.Team, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, cb.TriggerID, questionModal(rec.ID, q))
 		return err
 	})
@@ -264,8 +262,8 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 	// Failures that are not about a field replace the form with a note.
 	fail := func(msg string) any {
 		return slack.NewUpdateViewSubmissionResponse(&slack.ModalViewRequest{
-			Type: slack.VTModal, Title: plain("Answer"), Close: plain("Close"),
-			Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, EscapeText(msg), false, false), nil, nil)}},
+			Type: slack.VTModal, Title: mrkdwn.Plain("Answer"), Close: mrkdwn.Plain("Close"),
+			Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, mrkdwn.EscapeText(msg), false, false), nil, nil)}},
 		})
 	}
 	id := cb.View.PrivateMetadata
@@ -293,7 +291,7 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 		out := map[string]string{}
 		for i, f := range q.Fields {
 			if msg, ok := errs[f.Name]; ok {
-				out[blockField(i)] = clipRunes(msg, 150)
+				out[blockField(i)] = mrkdwn.ClipRunes(msg, 150)
 			}
 		}
 		if msg, ok := errs[""]; ok || len(out) == 0 {
@@ -301,7 +299,7 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 				return fail("The server would not take this answer: " + cmpOr(msg, "it is not valid") + ".")
 			}
 			if _, taken := out[blockField(0)]; !taken {
-				out[blockField(0)] = clipRunes(cmpOr(msg, "This answer is not valid."), 150)
+				out[blockField(0)] = mrkdwn.ClipRunes(cmpOr(msg, "This answer is not valid."), 150)
 			}
 		}
 		return slack.NewErrorsViewSubmissionResponse(out)
@@ -487,14 +485,14 @@ func answerSummary(fields []FormField, content map[string]any, by string) string
 		n++
 		val := "_hidden_"
 		if !hidden(f) {
-			val = EscapeText(clip(answerText(f, v), 200))
+			val = mrkdwn.EscapeText(mrkdwn.Clip(answerText(f, v), 200))
 		}
-		fmt.Fprintf(&s, "\n• *%s*: %s", EscapeText(fieldLabel(f)), val)
+		fmt.Fprintf(&s, "\n• *%s*: %s", mrkdwn.EscapeText(fieldLabel(f)), val)
 	}
 	if n == 0 {
 		s.WriteString(" _(nothing filled in)_")
 	}
-	return clipRunes(s.String(), 2900)
+	return mrkdwn.ClipRunes(s.String(), 2900)
 }
 
 // answerText renders one answered value for people.

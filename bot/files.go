@@ -15,6 +15,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 )
 
@@ -410,7 +411,7 @@ func (b *Bot) fileInfo(ctx context.Context, team, id string) (sharedFile, error)
 		return sharedFile{}, errors.New("no file id")
 	}
 	var f *slack.File
-	err := b.call(ctx, slackCall{team: team, method: "files.info"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.FilesInfo}, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		f, _, _, err = api.GetFileInfoContext(ctx, id, 0, 0)
 		return err

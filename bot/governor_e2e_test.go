@@ -16,6 +16,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
@@ -234,7 +235,7 @@ func (w *govWorld) settle(name string, asks []ask, start time.Time) figures {
 		if got != a.want {
 			w.t.Errorf("%s: reply in %s/%s = %q, want %q", name, a.channel, a.ts, got, a.want)
 		}
-		if n != len(bot.Split(a.want, bot.SplitLimit)) {
+		if n != len(mrkdwn.Split(a.want, mrkdwn.SplitLimit)) {
 			w.t.Errorf("%s: reply in %s/%s is %d messages", name, a.channel, a.ts, n)
 		}
 		edited := false

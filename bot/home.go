@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // The App Home tab (issue 13): each person sees the workspace's MCP
@@ -54,7 +57,12 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	}
 	var st []ServerStatus
 	ma := b.mcpAuth()
+	ss, scoped := b.opts.MCP.(scopeStatus)
 	switch {
+	case ma != nil && scoped: // with the person's verdicts: no Connect for a server they may not use
+		a := b.accessFor(ctx, team, "", []personRef{{user: user}})
+		a.AnyPlace = true
+		st = ss.StatusAt(ctx, a)
 	case ma != nil:
 		st = ma.StatusFor(ctx, team, user)
 	case b.opts.MCP != nil:
@@ -65,7 +73,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	var needs, mine []homeEntry
 	for _, x := range st {
 		o := x.OAuth
-		if o == nil {
+		if o == nil || (!o.Connected && x.Here != nil && !x.Here.OK) {
 			continue
 		}
 		admin := r == roleAdmin
@@ -76,7 +84,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 			e := homeEntry{st: x}
 			link, _, err := ma.StartConnect(ctx, team, x.Name, user)
 			if err != nil || len(link) > 3000 {
-				e.err = "I couldn't make a Connect link just now; try `/bobbin mcp connect " + inlineCode(x.Name) + "`."
+				e.err = "I couldn't make a Connect link just now; try `/bobbin mcp connect " + mrkdwn.InlineCode(x.Name) + "`."
 			} else {
 				e.link = link
 			}
@@ -86,7 +94,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 		}
 	}
 	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine)}}
-	err := b.call(ctx, slackCall{team: team, method: "views.publish"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ViewsPublish}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
 		return err
 	})
@@ -95,7 +103,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	}
 }
 
-func mrkdwn(s string) *slack.TextBlockObject {
+func mdText(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
 
@@ -103,28 +111,29 @@ func mrkdwn(s string) *slack.TextBlockObject {
 // connections, then every server.
 func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(plain("Bobbin")),
-		slack.NewSectionBlock(mrkdwn("Mention me in a channel or send me a direct message. Before I run a tool I ask in the thread. "+
-			"Servers that sign in with OAuth need a connection: for the whole workspace (an admin connects it) or per person (you connect your own account, and calls act as you)."), nil, nil),
+		slack.NewHeaderBlock(mrkdwn.Plain("Bobbin")),
+		slack.NewSectionBlock(mdText("Mention me in a channel or send me a direct message. Before I run a tool I ask in the thread. "+
+			"Servers that sign in with OAuth need a connection: for the whole workspace (an admin connects it) or per person (you connect your own account, and calls act as you)."),
+			nil, nil),
 	}
 	if len(needs) > 0 {
-		blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("Needs connecting")))
+		blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(mrkdwn.Plain("Needs connecting")))
 		for _, e := range needs {
-			text := fmt.Sprintf("*`%s`* (%s): %s", inlineCode(e.st.Name), modeWords(e.st.OAuth.Mode), EscapeText(homeReason(e.st.OAuth)))
+			text := fmt.Sprintf("*`%s`* (%s): %s", mrkdwn.InlineCode(e.st.Name), modeWords(e.st.OAuth.Mode), mrkdwn.EscapeText(homeReason(e.st.OAuth)))
 			var acc *slack.Accessory
 			if e.link != "" {
-				btn := slack.NewButtonBlockElement(actionHomeConnect+e.st.Name, e.st.Name, plain(labelConnect)).WithStyle(slack.StylePrimary)
+				btn := slack.NewButtonBlockElement(actionHomeConnect+e.st.Name, e.st.Name, mrkdwn.Plain(labelConnect)).WithStyle(slack.StylePrimary)
 				btn.URL = e.link
 				acc = slack.NewAccessory(btn)
 			} else if e.err != "" {
 				text += "\n_" + e.err + "_"
 			}
-			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text), nil, acc))
+			blocks = append(blocks, slack.NewSectionBlock(mdText(text), nil, acc))
 		}
 	}
-	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("Your connections")))
+	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(mrkdwn.Plain("Your connections")))
 	if len(mine) == 0 {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("You have no connections yet.")))
+		blocks = append(blocks, slack.NewContextBlock("", mdText("You have no connections yet.")))
 	}
 	for i, e := range mine {
 		if i >= maxHomeServers {
@@ -134,19 +143,19 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 		if e.st.OAuth.Mode == AuthWorkspace {
 			whose = "the workspace's connection"
 		}
-		text := fmt.Sprintf("*`%s`*: %s, connected", inlineCode(e.st.Name), whose)
+		text := fmt.Sprintf("*`%s`*: %s, connected", mrkdwn.InlineCode(e.st.Name), whose)
 		if by := e.st.OAuth.ConnectedBy; by != "" && e.st.OAuth.Mode == AuthWorkspace {
-			text += fmt.Sprintf(" by <@%s>", EscapeText(by))
+			text += fmt.Sprintf(" by <@%s>", mrkdwn.EscapeText(by))
 		}
-		btn := slack.NewButtonBlockElement(actionHomeDisconnect+e.st.Name, e.st.Name, plain(labelDisconnect)).WithStyle(slack.StyleDanger)
-		btn.Confirm = slack.NewConfirmationBlockObject(plain("Disconnect "+clipRunes(e.st.Name, 40)+"?"),
-			plain("Bobbin forgets this connection and revokes its token where the server supports it. The server stays registered."),
-			plain(labelDisconnect), plain("Keep"))
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text), nil, slack.NewAccessory(btn)))
+		btn := slack.NewButtonBlockElement(actionHomeDisconnect+e.st.Name, e.st.Name, mrkdwn.Plain(labelDisconnect)).WithStyle(slack.StyleDanger)
+		btn.Confirm = slack.NewConfirmationBlockObject(mrkdwn.Plain("Disconnect "+mrkdwn.ClipRunes(e.st.Name, 40)+"?"),
+			mrkdwn.Plain("Bobbin forgets this connection and revokes its token where the server supports it. The server stays registered."),
+			mrkdwn.Plain(labelDisconnect), mrkdwn.Plain("Keep"))
+		blocks = append(blocks, slack.NewSectionBlock(mdText(text), nil, slack.NewAccessory(btn)))
 	}
-	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("MCP servers in this workspace")))
+	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(mrkdwn.Plain("MCP servers in this workspace")))
 	if len(st) == 0 {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn("No MCP servers are set up in this workspace. An admin can add one with `/bobbin mcp add`."), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(mdText("No MCP servers are set up in this workspace. An admin can add one with `/bobbin mcp add`."), nil, nil))
 	}
 	var lines []string
 	for i, x := range st {
@@ -154,7 +163,7 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 			lines = append(lines, fmt.Sprintf("_… and %d more: see `/bobbin mcp list`._", len(st)-i))
 			break
 		}
-		line := fmt.Sprintf("• *`%s`*: %d tools", inlineCode(x.Name), x.Tools)
+		line := fmt.Sprintf("• *`%s`*: %d tools", mrkdwn.InlineCode(x.Name), x.Tools)
 		if x.OAuth != nil {
 			state := "not connected"
 			if x.OAuth.Connected {
@@ -169,9 +178,12 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 		if x.State == "failed" && !noConnectionYet(x) {
 			line += " · :x: unavailable"
 		}
+		if x.Here != nil && !x.Here.OK {
+			line += " · not for you"
+		}
 		if x.Policy != nil {
 			if p := policyToolsLine(*x.Policy); p != "" {
-				line += "\n    " + clip(p, 600)
+				line += "\n    " + mrkdwn.Clip(p, 600)
 			}
 		}
 		lines = append(lines, line)
@@ -180,7 +192,7 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 	var cur strings.Builder
 	for _, l := range lines {
 		if cur.Len()+len(l)+1 > 2900 {
-			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cur.String()), nil, nil))
+			blocks = append(blocks, slack.NewSectionBlock(mdText(cur.String()), nil, nil))
 			cur.Reset()
 		}
 		if cur.Len() > 0 {
@@ -189,7 +201,7 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 		cur.WriteString(l)
 	}
 	if cur.Len() > 0 {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(cur.String()), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(mdText(cur.String()), nil, nil))
 	}
 	if len(blocks) > 100 {
 		blocks = blocks[:100]
@@ -234,27 +246,20 @@ func (b *Bot) homeAction(ctx context.Context, cb slack.InteractionCallback, act 
 	if r, why := b.roleOf(ctx, team, user, cb.User.TeamID); r == roleNone && why != "guest" {
 		return
 	}
-	b.ctl.jobs.Add(1)
-	go func() {
-		defer b.ctl.jobs.Done()
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
+	b.jobs.Go(ctx, "a Home button", func(jctx context.Context) {
 		// On success mcpDisconnect publishes the Home again.
 		if msg := b.mcpDisconnect(jctx, team, user, server); !strings.Contains(msg, "is removed") {
 			// Refused or failed: say why where the person is.
 			b.dm(jctx, team, user, msg)
 			b.publishHome(jctx, team, user)
 		}
-	}()
+	})
 }
 
 // dm posts text in the person's direct messages with the bot.
 func (b *Bot) dm(ctx context.Context, team, user, text string) {
-	err := b.call(ctx, slackCall{team: team, method: "chat.postMessage", channel: user}, func(ctx context.Context, api *slack.Client) error {
-		_, _, err := api.PostMessageContext(ctx, user, slack.MsgOptionText(text, false))
-		return err
-	})
-	if err != nil {
+	// text is the bot's own mrkdwn (its callers escape what they quote).
+	if err := b.slack.DM(ctx, team, user, slackapi.Msg{Text: mrkdwn.Text(text)}); err != nil {
 		b.log.Info("bot: direct message not delivered", "team", team, "err", err)
 	}
 }

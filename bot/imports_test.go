@@ -10,3 +10,17 @@ func TestImports(t *testing.T) {
 	m := importcheck.Module
 	importcheck.Forbid(t, ".", m+"/mcp", m+"/cmd", m+"/provider/openai", m+"/provider/anthropic", m+"/provider/providertest", m+"/internal", importcheck.MCPSDK)
 }
+
+// TestImportsSubtree: the rules of the bot/ subtree. Only the Slack
+// packages (bot and below) import slack-go; the platform layer (slackapi,
+// mrkdwn) and the internal helpers never import the app or each other's
+// dependants.
+func TestImportsSubtree(t *testing.T) {
+	m := importcheck.Module
+	importcheck.OnlyUnder(t, "../...", importcheck.SlackGo, m+"/bot")
+	// slackapi knows nothing of the app or its features; mrkdwn is a leaf.
+	importcheck.Forbid(t, "./slackapi", m+"/bot/internal", m+"/agent", m+"/mcp", m+"/provider", m+"/cmd", m+"/internal", importcheck.MCPSDK)
+	importcheck.ForbidExcept(t, "./slackapi", m+"/bot", m+"/bot/mrkdwn")
+	importcheck.Forbid(t, "./mrkdwn", m, importcheck.GoRedis, importcheck.MCPSDK)
+	importcheck.Forbid(t, "./internal/jobs", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -403,7 +404,7 @@ func (b *Bot) self(team string) identity {
 // token): loaded if this process does not hold it fresh, refreshed when
 // the token is about to expire.
 func (b *Bot) pickClient(ctx context.Context, team string) (*slack.Client, *installEntry, string, error) {
-	if b.inst == nil || (b.opts.BotToken != "" && (team == b.teamID || team == "" || team == appScope)) {
+	if b.inst == nil || (b.opts.BotToken != "" && (team == b.teamID || team == "" || team == slackapi.AppScope)) {
 		return b.api, nil, "", nil
 	}
 	e := b.inst.forTeam(team)
@@ -431,6 +432,19 @@ func (b *Bot) pickClient(ctx context.Context, team string) (*slack.Client, *inst
 	}
 	inst, api, _ := e.get()
 	return api, e, inst.BotToken, nil
+}
+
+// installAuth is the Authorizer of a multi-workspace bot: each workspace's
+// client carries its installation's token (pickClient), refreshed once
+// when Slack refuses it. The app's own workspace keeps the app's token.
+type installAuth struct{ b *Bot }
+
+func (a installAuth) Client(ctx context.Context, team string) (*slack.Client, func(context.Context) error, error) {
+	api, e, token, err := a.b.pickClient(ctx, team)
+	if err != nil || e == nil {
+		return api, nil, err
+	}
+	return api, func(ctx context.Context) error { return a.b.refreshInstall(ctx, e, token) }, nil
 }
 
 // refreshMargin is how long before expiry inst's token is refreshed.
@@ -497,20 +511,6 @@ func (b *Bot) refreshInstall(ctx context.Context, e *installEntry, failed string
 	b.log.Info("bot: refreshed a workspace's bot token", "team", next.TeamID, "enterprise", next.EnterpriseID,
 		"expires_in", time.Until(next.ExpiresAt).Round(time.Second).String())
 	return nil
-}
-
-// tokenRefused reports whether err is Slack refusing the call's token
-// (expired, revoked or unknown): worth one refresh attempt.
-func tokenRefused(err error) bool {
-	var se slack.SlackErrorResponse
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Err {
-	case "token_expired", "invalid_auth", "token_revoked", "not_authed":
-		return true
-	}
-	return false
 }
 
 func (e *installEntry) orgWide() bool {

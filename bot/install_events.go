@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // What envelopes say about their installation, and the app_uninstalled /
@@ -194,14 +196,14 @@ func (b *Bot) uninstalled(ctx context.Context, cb eventCallback, ev lifecycleEve
 // works (after the one refresh a refused rotating token gets). An error
 // means Slack did not say.
 func (b *Bot) tokenAlive(ctx context.Context, team string) (bool, error) {
-	err := b.call(ctx, slackCall{team: team, method: "auth.test"}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.AuthTest}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.AuthTestContext(ctx)
 		return err
 	})
 	switch {
 	case err == nil:
 		return true, nil
-	case tokenRefused(err), errors.Is(err, errNotInstalled), tokenRejection(botTokenVar, err) != nil:
+	case slackapi.TokenRefused(err), errors.Is(err, errNotInstalled), tokenRejection(botTokenVar, err) != nil:
 		return false, nil
 	}
 	return false, err

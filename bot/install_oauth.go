@@ -12,6 +12,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -23,7 +24,7 @@ import (
 
 // InstallScopes are the bot scopes an install asks for: exactly the ones
 // manifest.yaml lists (scopes_test.go keeps the two equal).
-func InstallScopes() []string { return requiredScopes() }
+func InstallScopes() []string { return slackapi.RequiredScopes() }
 
 // authorizeURL is where /slack/install sends the browser: Slack's
 // authorize page with the app's client id, scopes, redirect URL and state.
@@ -76,11 +77,11 @@ func installError(err error) error {
 // oauthAccess runs one oauth.v2.access call within the governor's budget
 // (scope names the workspace's budget, or the app's).
 func (b *Bot) oauthAccess(ctx context.Context, scope string, fn func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error)) (*slack.OAuthV2Response, error) {
-	g, err := b.gov.acquire(ctx, slackCall{team: cmp.Or(scope, appScope), method: "oauth.v2.access"})
+	g, err := b.gov.Acquire(ctx, slackapi.Call{Team: cmp.Or(scope, slackapi.AppScope), Method: slackapi.OAuthV2Access})
 	if err != nil {
 		return nil, err
 	}
-	return fn(context.WithValue(ctx, grantKey{}, g), b.httpc)
+	return fn(slackapi.WithGrant(ctx, g), b.httpc)
 }
 
 // completeInstall exchanges an authorization code for the installation,
@@ -88,7 +89,7 @@ func (b *Bot) oauthAccess(ctx context.Context, scope string, fn func(ctx context
 // installation sealed and starts serving the workspace.
 func (b *Bot) completeInstall(ctx context.Context, code string) (session.Installation, error) {
 	o := b.inst.opts
-	resp, err := b.oauthAccess(ctx, appScope, func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error) {
+	resp, err := b.oauthAccess(ctx, slackapi.AppScope, func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error) {
 		return slack.GetOAuthV2ResponseContext(ctx, hc, o.ClientID, o.ClientSecret, code, o.RedirectURL, slack.OAuthOptionAPIURL(b.opts.APIURL))
 	})
 	if err != nil {
@@ -115,11 +116,11 @@ func (b *Bot) completeInstall(ctx context.Context, code string) (session.Install
 	// auth.test with the new token: the bot id (oauth.v2.access has only
 	// the bot user) and a check that the token works.
 	api := b.newClient(inst.BotToken)
-	g, err := b.gov.acquire(ctx, slackCall{team: inst.ID(), method: "auth.test"})
+	g, err := b.gov.Acquire(ctx, slackapi.Call{Team: inst.ID(), Method: slackapi.AuthTest})
 	if err != nil {
 		return session.Installation{}, err
 	}
-	id, err := api.AuthTestContext(context.WithValue(ctx, grantKey{}, g))
+	id, err := api.AuthTestContext(slackapi.WithGrant(ctx, g))
 	if err != nil {
 		return session.Installation{}, fmt.Errorf("auth.test with the new token: %w", installError(err))
 	}
@@ -134,7 +135,7 @@ func (b *Bot) completeInstall(ctx context.Context, code string) (session.Install
 	b.m.InstallEvents.WithLabelValues("installed").Inc()
 	b.log.Info("bot: installed", "team", inst.TeamID, "enterprise", inst.EnterpriseID, "org_wide", inst.OrgWide,
 		"installer", inst.InstallerID, "bot_user", inst.BotUserID, "rotating", inst.Rotating())
-	if missing := missingScopes(strings.Join(inst.Scopes, ","), requiredScopes()); len(missing) > 0 {
+	if missing := slackapi.MissingScopes(strings.Join(inst.Scopes, ","), slackapi.RequiredScopes()); len(missing) > 0 {
 		b.log.Warn("bot: the installation lacks scopes the bot uses", "team", inst.TeamID, "missing", strings.Join(missing, ","))
 	}
 	return inst, nil

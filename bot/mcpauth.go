@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // MCP servers that need OAuth (issue 13), the Slack side: Connect buttons
@@ -128,7 +131,7 @@ func (b *Bot) PromptConnect(ctx context.Context, p ConnectRequest) error {
 		if r, _ := b.roleOf(ctx, p.Team, p.User, ""); r != roleAdmin {
 			b.ephemeralIn(ctx, p.Team, p.Channel, p.Thread, p.User,
 				fmt.Sprintf(":electric_plug: `%s` is connected once for the whole workspace, and it isn't (%s). A workspace admin can connect it with `/bobbin mcp connect %s`.",
-					inlineCode(p.Server), EscapeText(cmpOr(p.Reason, "not connected")), inlineCode(p.Server)), nil)
+					mrkdwn.InlineCode(p.Server), mrkdwn.EscapeText(cmpOr(p.Reason, "not connected")), mrkdwn.InlineCode(p.Server)), nil)
 			return fmt.Errorf("%s is not connected, and only a workspace admin can connect it (/bobbin mcp connect %s)", p.Server, p.Server)
 		}
 	}
@@ -140,9 +143,9 @@ func (b *Bot) PromptConnect(ctx context.Context, p ConnectRequest) error {
 		who = "it for the whole workspace"
 	}
 	head := fmt.Sprintf(":electric_plug: To use `%s` here I need you to connect %s (%s). I'll go on as soon as you're connected.",
-		inlineCode(p.Server), who, EscapeText(cmpOr(p.Reason, "not connected")))
+		mrkdwn.InlineCode(p.Server), who, mrkdwn.EscapeText(cmpOr(p.Reason, "not connected")))
 	blocks := connectBlocks(head, p.Server, p.URL, p.Expires, "Stop withdraws this request.")
-	if err := b.ephemeralIn(ctx, p.Team, p.Channel, p.Thread, p.User, "Connect "+EscapeText(p.Server), blocks); err != nil {
+	if err := b.ephemeralIn(ctx, p.Team, p.Channel, p.Thread, p.User, "Connect "+mrkdwn.EscapeText(p.Server), blocks); err != nil {
 		return fmt.Errorf("showing the Connect prompt: %w", err)
 	}
 	b.rememberNotice(ctx, p.Team, p.Server, p.User, connectNotice{Channel: p.Channel, Thread: p.Thread}, p.Expires)
@@ -159,7 +162,7 @@ func connectBlocks(head, server, link string, expires time.Time, extra string) [
 	btn.Style = slack.StylePrimary
 	note := "This link is only for you"
 	if !expires.IsZero() {
-		note += " and works until " + slackDate(expires)
+		note += " and works until " + mrkdwn.Date(expires).String()
 	}
 	note += "."
 	if extra != "" {
@@ -198,7 +201,7 @@ func (b *Bot) ephemeralIn(ctx context.Context, team, channel, thread, user, text
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
-	return b.call(ctx, slackCall{team: team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
+	return b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PostEphemeralContext(ctx, channel, user, opts...)
 		return err
 	})
@@ -214,9 +217,9 @@ func (b *Bot) ConnectDone(ctx context.Context, team, user, server, failure strin
 	}
 	var text string
 	if failure == "" {
-		text = fmt.Sprintf(":white_check_mark: Connected to `%s`.", inlineCode(server))
+		text = fmt.Sprintf(":white_check_mark: Connected to `%s`.", mrkdwn.InlineCode(server))
 	} else {
-		text = fmt.Sprintf(":x: Connecting to `%s` didn't work: %s Try Connect again.", inlineCode(server), EscapeText(clip(failure, 300)))
+		text = fmt.Sprintf(":x: Connecting to `%s` didn't work: %s Try Connect again.", mrkdwn.InlineCode(server), mrkdwn.EscapeText(mrkdwn.Clip(failure, 300)))
 	}
 	var n connectNotice
 	if ns, ok := b.store.(noticeStore); ok {
@@ -243,23 +246,14 @@ type reply struct {
 // laterReply runs job after the ack and sends its answer, which may carry
 // blocks (a Connect button), to the person. Run waits for it on shutdown.
 func (b *Bot) laterReply(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) reply) any {
-	b.ctl.jobs.Add(1)
-	go func() {
-		defer b.ctl.jobs.Done()
-		jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobTimeout)
-		defer cancel()
-		defer func() {
-			if r := recover(); r != nil {
-				b.log.Error("bot: panic in a slash command", "panic", r)
-			}
-		}()
+	b.jobs.Go(ctx, "a slash command", func(jctx context.Context) {
 		r := job(jctx)
 		if len(r.blocks) == 0 {
 			b.respond(jctx, to, r.text)
 			return
 		}
 		b.respondBlocks(jctx, to, r)
-	}()
+	})
 	if ack == "" {
 		return nil
 	}
@@ -303,33 +297,33 @@ func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name s
 	st, ok, err := ma.ConnectionState(ctx, team, name, user)
 	switch {
 	case errors.Is(err, ErrUnknownServer):
-		return reply{text: fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))}
+		return reply{text: fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))}
 	case err != nil:
 		b.log.Warn("bot: reading an MCP connection failed", "team", team, "server", name, "err", err)
 		return reply{text: "I couldn't read this server's connection just now. Please try again in a moment."}
 	case !ok:
-		return reply{text: fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to connect.", inlineCode(name))}
+		return reply{text: fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to connect.", mrkdwn.InlineCode(name))}
 	}
 	if st.Mode == AuthWorkspace {
 		if r, _ := b.roleOf(ctx, team, user, ""); r != roleAdmin {
-			return reply{text: fmt.Sprintf("`%s` is connected once for the whole workspace; only a workspace admin can connect it.", inlineCode(name))}
+			return reply{text: fmt.Sprintf("`%s` is connected once for the whole workspace; only a workspace admin can connect it.", mrkdwn.InlineCode(name))}
 		}
 	}
 	link, expires, err := ma.StartConnect(ctx, team, name, user)
 	if err != nil {
 		b.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
-		return reply{text: EscapeText(fmt.Sprintf("I couldn't start connecting %s: %v.", name, err))}
+		return reply{text: mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting %s: %v.", name, err))}
 	}
 	b.rememberNotice(ctx, team, name, user, connectNotice{Channel: to.Channel}, expires)
 	what := "your account"
 	if st.Mode == AuthWorkspace {
 		what = "it for the whole workspace"
 	}
-	head := fmt.Sprintf(":electric_plug: Connect %s to `%s`.", what, inlineCode(name))
+	head := fmt.Sprintf(":electric_plug: Connect %s to `%s`.", what, mrkdwn.InlineCode(name))
 	if st.Connected {
-		head = fmt.Sprintf(":electric_plug: `%s` is already connected; Connect again to replace the connection.", inlineCode(name))
+		head = fmt.Sprintf(":electric_plug: `%s` is already connected; Connect again to replace the connection.", mrkdwn.InlineCode(name))
 	}
-	return reply{text: "Connect " + EscapeText(name), blocks: connectBlocks(head, name, link, expires, "")}
+	return reply{text: "Connect " + mrkdwn.EscapeText(name), blocks: connectBlocks(head, name, link, expires, "")}
 }
 
 // mcpDisconnect answers /bobbin mcp disconnect <name>.
@@ -341,30 +335,30 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 	st, ok, err := ma.ConnectionState(ctx, team, name, user)
 	switch {
 	case errors.Is(err, ErrUnknownServer):
-		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	case err != nil:
 		return "I couldn't read this server's connection just now. Please try again in a moment."
 	case !ok:
-		return fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to disconnect.", inlineCode(name))
+		return fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to disconnect.", mrkdwn.InlineCode(name))
 	}
 	whose := "Your connection to"
 	if st.Mode == AuthWorkspace {
 		if r, _ := b.roleOf(ctx, team, user, ""); r != roleAdmin {
-			return fmt.Sprintf("`%s` is connected for the whole workspace; only a workspace admin can disconnect it.", inlineCode(name))
+			return fmt.Sprintf("`%s` is connected for the whole workspace; only a workspace admin can disconnect it.", mrkdwn.InlineCode(name))
 		}
 		whose = "The workspace's connection to"
 	}
 	err = ma.Disconnect(ctx, team, name, user)
 	switch {
 	case errors.Is(err, ErrNotConnected):
-		return fmt.Sprintf("%s `%s` doesn't exist: nothing to disconnect.", whose, inlineCode(name))
+		return fmt.Sprintf("%s `%s` doesn't exist: nothing to disconnect.", whose, mrkdwn.InlineCode(name))
 	case err != nil:
 		b.log.Warn("bot: disconnecting an MCP server failed", "team", team, "server", name, "err", err)
-		return EscapeText(fmt.Sprintf("I couldn't disconnect %s: %v.", name, err))
+		return mrkdwn.EscapeText(fmt.Sprintf("I couldn't disconnect %s: %v.", name, err))
 	}
 	b.publishHome(ctx, team, user)
 	return fmt.Sprintf("%s `%s` is removed (its token revoked where the server supports it). The server stays registered; connect again with `/bobbin mcp connect %s`.",
-		whose, inlineCode(name), inlineCode(name))
+		whose, mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))
 }
 
 // mcpAddOAuth registers a server that answered 401 with OAuth metadata
@@ -382,7 +376,7 @@ func (b *Bot) mcpAddOAuth(ctx context.Context, to replyTarget, team, user, name,
 	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
 		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(rec.Headers, ",")})
 	var s strings.Builder
-	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", inlineCode(name), EscapeText(publicURL(url)), modeWords(mode))
+	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), modeWords(mode))
 	if mode == AuthUser {
 		s.WriteString("each person connects their own account, and calls act as them. Connect yours now: its tools are listed through your connection.")
 	} else {
@@ -395,11 +389,11 @@ func (b *Bot) mcpAddOAuth(ctx context.Context, to replyTarget, team, user, name,
 	link, expires, err := ma.StartConnect(ctx, team, name, user)
 	if err != nil {
 		b.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
-		fmt.Fprintf(&s, "\n%s Try `/bobbin mcp connect %s`.", EscapeText(fmt.Sprintf("I couldn't start connecting: %v.", err)), inlineCode(name))
+		fmt.Fprintf(&s, "\n%s Try `/bobbin mcp connect %s`.", mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting: %v.", err)), mrkdwn.InlineCode(name))
 		return reply{text: s.String()}
 	}
 	b.rememberNotice(ctx, team, name, user, connectNotice{Channel: to.Channel}, expires)
-	return reply{text: "Registered " + EscapeText(name), blocks: connectBlocks(s.String(), name, link, expires, "")}
+	return reply{text: "Registered " + mrkdwn.EscapeText(name), blocks: connectBlocks(s.String(), name, link, expires, "")}
 }
 
 // oauthCleaner deletes a server's OAuth connections (*session.Store).
@@ -434,13 +428,13 @@ func oauthLine(x ServerStatus) string {
 		return fmt.Sprintf("    :key: OAuth, %s: connected %s", modeWords(o.Mode), whose)
 	case o.Reason == "reconnect needed":
 		return fmt.Sprintf("    :warning: OAuth, %s: not connected %s: reconnect needed (the server refused the saved sign-in). Run `/bobbin mcp connect %s`.",
-			modeWords(o.Mode), whose, inlineCode(x.Name))
+			modeWords(o.Mode), whose, mrkdwn.InlineCode(x.Name))
 	}
 	line := fmt.Sprintf("    :electric_plug: OAuth, %s: not connected %s", modeWords(o.Mode), whose)
 	if o.Reason != "" && o.Reason != "not connected" && o.Reason != "per-user" {
-		line += " (" + EscapeText(o.Reason) + ")"
+		line += " (" + mrkdwn.EscapeText(o.Reason) + ")"
 	}
-	return line + fmt.Sprintf(". Connect with `/bobbin mcp connect %s`.", inlineCode(x.Name))
+	return line + fmt.Sprintf(". Connect with `/bobbin mcp connect %s`.", mrkdwn.InlineCode(x.Name))
 }
 
 // noConnectionYet reports whether an OAuth server has not listed its

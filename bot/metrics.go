@@ -2,6 +2,8 @@ package bot
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // Metrics are the bot's Prometheus instruments, registered on a registry the
@@ -22,7 +24,7 @@ type Metrics struct {
 	QueuedMessages  prometheus.Counter
 	UserRateLimited prometheus.Counter
 
-	// The Slack call governor (governor.go).
+	// The Slack call governor (slackapi/governor.go).
 	SlackWait         *prometheus.HistogramVec
 	SlackDropped      *prometheus.CounterVec
 	SlackBudgetInUse  *prometheus.GaugeVec
@@ -36,12 +38,23 @@ type Metrics struct {
 	// Installations (install.go): installed, uninstalled, token_refreshed,
 	// token_refresh_failed, install_failed.
 	InstallEvents *prometheus.CounterVec
+
+	// api holds the Web API call instruments above for slackapi.
+	api *slackapi.Metrics
 }
 
 // NewMetrics creates the instruments and registers them on reg; a nil reg
 // leaves them unregistered (tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	api := slackapi.NewMetrics()
 	m := &Metrics{
+		api:               api,
+		SlackCalls:        api.SlackCalls,
+		RateLimited:       api.RateLimited,
+		SlackWait:         api.SlackWait,
+		SlackDropped:      api.SlackDropped,
+		SlackBudgetInUse:  api.SlackBudgetInUse,
+		SlackBudgetFactor: api.SlackBudgetFactor,
 		Turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_turns_total", Help: "Turns finished, by outcome.",
 		}, []string{"outcome"}),
@@ -53,12 +66,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bobbin_first_visible_text_seconds", Help: "Time from the model's first text to its first appearance in Slack.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}),
-		SlackCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bobbin_slack_calls_total", Help: "Slack Web API calls, by method and status (ok or the Slack error code).",
-		}, []string{"method", "status"}),
-		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bobbin_slack_ratelimited_total", Help: "Slack Web API calls answered 429, by method.",
-		}, []string{"method"}),
 		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_tool_calls_total", Help: "Tool calls, by decision and result.",
 		}, []string{"decision", "result"}),
@@ -87,19 +94,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		UserRateLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bobbin_user_rate_limited_total", Help: "Messages refused by the per-person turn budget.",
 		}),
-		SlackWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "bobbin_slack_budget_wait_seconds", Help: "Time a Slack Web API call waited for the shared budget, by method and priority (must or lossy).",
-			Buckets: []float64{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
-		}, []string{"method", "priority"}),
-		SlackDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bobbin_slack_calls_dropped_total", Help: "Lossy Slack Web API calls not made, by method and reason (dropped: no budget in time; merged: replaced by a newer call).",
-		}, []string{"method", "reason"}),
-		SlackBudgetInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "bobbin_slack_budget_in_use", Help: "Part of a Slack method's workspace burst spent (0 to 1), as last seen by this process.",
-		}, []string{"method"}),
-		SlackBudgetFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "bobbin_slack_budget_factor", Help: "Share of a Slack method's configured budget in use after 429s (1: all; shrinks after 429s, recovers slowly).",
-		}, []string{"method"}),
 		FileDownloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_slack_file_downloads_total", Help: "Downloads from Slack's file host, by result (ok, sign_in, too_large, refused_host, refused_redirect, http_NNN, error).",
 		}, []string{"result"}),

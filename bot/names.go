@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // nameTTL is how long a looked-up name is reused.
@@ -84,7 +86,7 @@ func (c *nameCache) name(ctx context.Context, b *Bot, team, user string) string 
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var u *slack.User
-		err := b.call(lctx, slackCall{team: team, method: "users.info", prio: prioLossy, wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
+		err := b.slack.Do(lctx, slackapi.Call{Team: team, Method: slackapi.UsersInfo, Prio: slackapi.Lossy, Wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
 			var err error
 			u, err = api.GetUserInfoContext(ctx, user)
 			return err
@@ -108,7 +110,7 @@ func (c *nameCache) team(ctx context.Context, b *Bot, team string) string {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var name string
-		err := b.call(lctx, slackCall{team: team, method: "team.info", prio: prioLossy, wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
+		err := b.slack.Do(lctx, slackapi.Call{Team: team, Method: slackapi.TeamInfo, Prio: slackapi.Lossy, Wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
 			// With the team argument: an org-wide token serves many
 			// workspaces, and each must be named after itself.
 			t, err := api.GetOtherTeamInfoContext(ctx, team)
@@ -131,7 +133,7 @@ func (c *nameCache) channel(ctx context.Context, b *Bot, team, channel string) s
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var name string
-		err := b.call(lctx, slackCall{team: team, method: "conversations.info", prio: prioLossy, wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
+		err := b.slack.Do(lctx, slackapi.Call{Team: team, Method: slackapi.ConversationsInfo, Prio: slackapi.Lossy, Wait: nameWait}, func(ctx context.Context, api *slack.Client) error {
 			ch, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
 			if err == nil {
 				name = ch.Name

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 
 // ToolReporter is optionally implemented by a ToolSource: Tools plus the
@@ -40,7 +41,7 @@ func notReadyWords(nr []NotReadyServer) string {
 		if s.State == "failed" {
 			state = "failing"
 		}
-		parts[i] = "`" + inlineCode(s.Name) + "` (" + state + ")"
+		parts[i] = "`" + mrkdwn.InlineCode(s.Name) + "` (" + state + ")"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 
 // Tool policies (/bobbin mcp policy): per server and tool glob, ask, auto,
@@ -102,7 +104,7 @@ func parsePolicy(args []string) (command, error) {
 		return cmd, nil
 	}
 	if len(rest) == 0 {
-		return command{}, usageError("Say the policy for `" + inlineCode(cmd.Policy.Rule.Tool) + "`. " + policyUsage)
+		return command{}, usageError("Say the policy for `" + mrkdwn.InlineCode(cmd.Policy.Rule.Tool) + "`. " + policyUsage)
 	}
 	for _, w := range rest {
 		lw := strings.ToLower(w)
@@ -119,7 +121,7 @@ func parsePolicy(args []string) (command, error) {
 			}
 			cmd.Policy.Rule.Mode = lw
 		default:
-			return command{}, usageError(fmt.Sprintf("%q is not a mode (ask, auto, auto-in-dm, admin, deny) nor private or public. %s", clip(w, 40), policyUsage))
+			return command{}, usageError(fmt.Sprintf("%q is not a mode (ask, auto, auto-in-dm, admin, deny) nor private or public. %s", mrkdwn.Clip(w, 40), policyUsage))
 		}
 	}
 	return cmd, nil
@@ -144,10 +146,10 @@ func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyC
 		}
 		for _, sp := range all {
 			if sp.Server == name {
-				return fmt.Sprintf("*Tool policy of `%s`*\n%s", inlineCode(name), describePolicy(sp, true))
+				return fmt.Sprintf("*Tool policy of `%s`*\n%s", mrkdwn.InlineCode(name), describePolicy(sp, true))
 			}
 		}
-		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	rule := pc.Rule
 	if pc.Clear {
@@ -155,7 +157,7 @@ func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyC
 	}
 	sp, err := pa.SetPolicy(ctx, team, name, rule)
 	if errors.Is(err, ErrUnknownServer) {
-		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
 		b.log.Warn("bot: setting a tool policy failed", "team", team, "server", name, "err", err)
@@ -166,9 +168,9 @@ func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyC
 		words = "clear"
 	}
 	b.audit(ctx, team, map[string]string{"event": auditMCPPolicy, "by": user, "server": name, "tool": rule.Tool, "outcome": words})
-	head := fmt.Sprintf("*Tool policy of `%s`*: `%s` is now %s.", inlineCode(name), inlineCode(rule.Tool), EscapeText(words))
+	head := fmt.Sprintf("*Tool policy of `%s`*: `%s` is now %s.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(rule.Tool), mrkdwn.EscapeText(words))
 	if pc.Clear {
-		head = fmt.Sprintf("*Tool policy of `%s`*: removed the rule of `%s`.", inlineCode(name), inlineCode(rule.Tool))
+		head = fmt.Sprintf("*Tool policy of `%s`*: removed the rule of `%s`.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(rule.Tool))
 	}
 	return head + " The next turn on every replica applies it.\n" + describePolicy(sp, true)
 }
@@ -224,7 +226,7 @@ func describePolicy(sp ServerPolicy, rules bool) string {
 			}
 			parts := make([]string, 0, len(set.rules))
 			for _, r := range set.rules {
-				parts = append(parts, fmt.Sprintf("`%s` %s", inlineCode(r.Tool), EscapeText(policyWords(r))))
+				parts = append(parts, fmt.Sprintf("`%s` %s", mrkdwn.InlineCode(r.Tool), mrkdwn.EscapeText(policyWords(r))))
 			}
 			fmt.Fprintf(&s, "    rules (%s): %s\n", set.who, strings.Join(parts, " · "))
 		}
@@ -247,7 +249,7 @@ func policyToolsLine(sp ServerPolicy) string {
 			if t.Mode != mode {
 				continue
 			}
-			n := "`" + inlineCode(t.Tool) + "`"
+			n := "`" + mrkdwn.InlineCode(t.Tool) + "`"
 			var notes []string
 			if t.OnceOnly {
 				notes = append(notes, "every time")

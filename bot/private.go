@@ -11,6 +11,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -112,19 +114,17 @@ func (t privateTool) choose(ctx context.Context, out string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the private result could not be offered to the person who asked, so it was not used: %w", err)
 	}
-	body := fmt.Sprintf(":lock: *Private result* of `%s` (only you can see this). Share it in the thread, or keep it to yourself: I continue once you choose.", inlineCode(title))
+	body := fmt.Sprintf(":lock: *Private result* of `%s` (only you can see this). Share it in the thread, or keep it to yourself: I continue once you choose.", mrkdwn.InlineCode(title))
 	blocks := []slack.Block{
-		slack.NewSectionBlock(mrkdwn(body), nil, nil),
-		slack.NewSectionBlock(mrkdwn("```\n"+fenceSafe(truncateAt(EscapeText(out), privateResultLimit))+"\n```"), nil, nil),
+		slack.NewSectionBlock(mdText(body), nil, nil),
+		slack.NewSectionBlock(mdText("```\n"+mrkdwn.FenceSafe(mrkdwn.TruncateAt(mrkdwn.EscapeText(out), privateResultLimit))+"\n```"), nil, nil),
 		slack.NewActionBlock("bobbin_private_actions",
-			slack.NewButtonBlockElement(actionShare, id, plain(labelShare)).WithStyle(slack.StylePrimary),
-			slack.NewButtonBlockElement(actionKeep, id, plain(labelKeep))),
+			slack.NewButtonBlockElement(actionShare, id, mrkdwn.Plain(labelShare)).WithStyle(slack.StylePrimary),
+			slack.NewButtonBlockElement(actionKeep, id, mrkdwn.Plain(labelKeep))),
 	}
-	err = b.call(ctx, slackCall{team: k.Team, method: "chat.postEphemeral", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
-		_, err := api.PostEphemeralContext(ctx, k.Channel, t.requester, slack.MsgOptionTS(k.ThreadTS),
-			slack.MsgOptionText("Private result of "+EscapeText(title), false), slack.MsgOptionBlocks(blocks...))
-		return err
-	})
+	// The title and result are escaped above: this is the bot's wording.
+	err = b.slack.Ephemeral(ctx, k.Team, k.Channel, t.requester, slackapi.Msg{
+		Text: mrkdwn.Text("Private result of " + mrkdwn.EscapeText(title)), Blocks: blocks, Thread: k.ThreadTS})
 	if err != nil {
 		return "", fmt.Errorf("the private result could not be shown to the person who asked, so it was not used: %w", err)
 	}
@@ -144,13 +144,9 @@ func (t privateTool) choose(ctx context.Context, out string) (string, error) {
 	if !share {
 		return keptPrivate, nil
 	}
-	text := fmt.Sprintf("<@%s> shared the result of `%s`:\n```\n%s\n```", t.requester, inlineCode(title), fenceSafe(truncateAt(EscapeText(out), privateResultLimit)))
-	err = b.call(ctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
-		_, _, err := api.PostMessageContext(ctx, k.Channel, slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(text, false),
-			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
-		return err
-	})
-	if err != nil {
+	text := fmt.Sprintf("<@%s> shared the result of `%s`:\n```\n%s\n```", t.requester, mrkdwn.InlineCode(title), mrkdwn.FenceSafe(mrkdwn.TruncateAt(mrkdwn.EscapeText(out), privateResultLimit)))
+	// text is built from escaped parts (mention, inline code, escaped result).
+	if _, err := b.slack.Post(ctx, k.Team, k.Channel, slackapi.Msg{Text: mrkdwn.Text(text), Thread: k.ThreadTS}); err != nil {
 		b.log.Warn("bot: posting a shared result failed", "team", k.Team, "channel", k.Channel, "err", err)
 	}
 	return out, nil

@@ -10,6 +10,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -382,15 +384,11 @@ func innerTeam(raw json.RawMessage) string {
 // ephemeral tells the person something only they see (a notice:
 // must-deliver, within ctx).
 func (b *Bot) ephemeral(ctx context.Context, m inbound, text string) {
-	opts := []slack.MsgOption{slack.MsgOptionText(EscapeText(text), false)}
+	msg := slackapi.Msg{Text: mrkdwn.Escape(text)}
 	if m.ThreadTS != "" && m.Kind != kindDM {
-		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
+		msg.Thread = m.ThreadTS
 	}
-	err := b.call(ctx, slackCall{team: m.Team, method: "chat.postEphemeral"}, func(ctx context.Context, api *slack.Client) error {
-		_, err := api.PostEphemeralContext(ctx, m.Channel, m.User, opts...)
-		return err
-	})
-	if err != nil {
+	if err := b.slack.Ephemeral(ctx, m.Team, m.Channel, m.User, msg); err != nil {
 		b.log.Debug("bot: ephemeral failed", "err", err)
 	}
 }
@@ -405,8 +403,8 @@ func (b *Bot) react(ctx context.Context, m inbound, name string) {
 	if m.TS == "" {
 		return
 	}
-	c := slackCall{team: m.Team, method: "reactions.add", prio: prioLossy, merge: m.Channel + ":" + m.TS + ":" + name, wait: reactionWait}
-	err := b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	c := slackapi.Call{Team: m.Team, Method: slackapi.ReactionsAdd, Prio: slackapi.Lossy, Merge: m.Channel + ":" + m.TS + ":" + name, Wait: reactionWait}
+	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		return api.AddReactionContext(ctx, name, slack.NewRefToMessage(m.Channel, m.TS))
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -136,18 +137,18 @@ func parseScope(args []string) (sc ServerScope, clear bool, err error) {
 			case scopeChannelRE.MatchString(ch):
 				add(&sc.Channels, ch)
 			default:
-				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell which channel %q is. Pick it from Slack's suggestions as you type `#`, so it arrives as a link, or give its id (C…, in the channel's details).", clip(a, 40)))
+				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell which channel %q is. Pick it from Slack's suggestions as you type `#`, so it arrives as a link, or give its id (C…, in the channel's details).", mrkdwn.Clip(a, 40)))
 			}
 		case strings.HasPrefix(id, "@"):
 			u := strings.TrimPrefix(id, "@")
 			if !scopeUserRE.MatchString(u) {
-				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell who %q is. Pick the person from Slack's suggestions as you type `@`, or give their member id (U…, in their profile).", clip(a, 40)))
+				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell who %q is. Pick the person from Slack's suggestions as you type `@`, or give their member id (U…, in their profile).", mrkdwn.Clip(a, 40)))
 			}
 			add(&sc.Users, u)
 		case strings.HasPrefix(id, "!subteam^"):
 			g := strings.TrimPrefix(id, "!subteam^")
 			if !scopeGroupRE.MatchString(g) {
-				return ServerScope{}, false, usageError(fmt.Sprintf("%q is not a user group.", clip(a, 40)))
+				return ServerScope{}, false, usageError(fmt.Sprintf("%q is not a user group.", mrkdwn.Clip(a, 40)))
 			}
 			add(&sc.Usergroups, g)
 		case strings.HasPrefix(id, "D") && scopeChannelRE.MatchString("C"+id[1:]):
@@ -159,7 +160,7 @@ func parseScope(args []string) (sc ServerScope, clear bool, err error) {
 		case scopeGroupRE.MatchString(id):
 			add(&sc.Usergroups, id)
 		default:
-			return ServerScope{}, false, usageError(fmt.Sprintf("I don't understand %q in a scope: use channels (#channel), people (@person), user groups (@group), `guests`, `dm:off`, `dm:on`, or `clear` alone.", clip(a, 40)))
+			return ServerScope{}, false, usageError(fmt.Sprintf("I don't understand %q in a scope: use channels (#channel), people (@person), user groups (@group), `guests`, `dm:off`, `dm:on`, or `clear` alone.", mrkdwn.Clip(a, 40)))
 		}
 	}
 	if len(sc.Channels)+len(sc.Users)+len(sc.Usergroups) > maxScopeEntries {
@@ -201,7 +202,7 @@ func describeScope(s ServerScope) string {
 	} else {
 		chans := make([]string, len(s.Channels))
 		for i, c := range s.Channels {
-			chans[i] = "<#" + EscapeText(c) + ">"
+			chans[i] = "<#" + mrkdwn.EscapeText(c) + ">"
 		}
 		where = "only in " + strings.Join(chans, ", ")
 	}
@@ -214,10 +215,10 @@ func describeScope(s ServerScope) string {
 	if len(s.Users) > 0 || len(s.Usergroups) > 0 {
 		var names []string
 		for _, u := range s.Users {
-			names = append(names, "<@"+EscapeText(u)+">")
+			names = append(names, "<@"+mrkdwn.EscapeText(u)+">")
 		}
 		for _, g := range s.Usergroups {
-			names = append(names, "members of `"+inlineCode(g)+"`")
+			names = append(names, "members of `"+mrkdwn.InlineCode(g)+"`")
 		}
 		who = "only " + strings.Join(names, ", ")
 	}
@@ -285,10 +286,10 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want Server
 		for _, st := range b.opts.MCP.Status(ctx, team) {
 			if st.Name == name && st.Source == "config" {
 				return fmt.Sprintf("`%s` comes from the operator's configuration (MCP_CONFIG): its scope can only be changed there. Now: %s.",
-					inlineCode(name), describeScope(st.Scope))
+					mrkdwn.InlineCode(name), describeScope(st.Scope))
 			}
 		}
-		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", inlineCode(name))
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
 		b.log.Warn("bot: reading a registration failed", "team", team, "server", name, "err", err)
@@ -298,11 +299,11 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want Server
 		_, err := b.usergroupMembers(ctx, team, g, true)
 		switch {
 		case errors.Is(err, errNoSuchGroup):
-			return fmt.Sprintf("This workspace has no user group `%s` (or it is disabled). Nothing changed.", inlineCode(g))
+			return fmt.Sprintf("This workspace has no user group `%s` (or it is disabled). Nothing changed.", mrkdwn.InlineCode(g))
 		case errors.Is(err, errGroupsNeedPlan):
 			return "User groups need a paid Slack plan, which this workspace does not have. Nothing changed."
 		case err != nil:
-			return fmt.Sprintf("I couldn't check the user group `%s` just now. Nothing changed; please try again in a moment.", inlineCode(g))
+			return fmt.Sprintf("I couldn't check the user group `%s` just now. Nothing changed; please try again in a moment.", mrkdwn.InlineCode(g))
 		}
 	}
 	// Keep every other field of the record as it is (other features
@@ -320,17 +321,19 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want Server
 		rec["scope"] = raw
 	}
 	reg.Record, _ = json.Marshal(rec)
-	if err := cs.PutRegistration(ctx, team, reg); err != nil {
+	if err := cs.PutRegistration(ctx, team, reg); errors.Is(err, session.ErrNotFound) { // removed meanwhile: not brought back
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
+	} else if err != nil {
 		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't save the scope just now. Nothing changed; please try again in a moment."
 	}
 	b.opts.MCP.Invalidate(team)
 	b.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
 	if clear {
-		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it within about 10 seconds.", inlineCode(name), describeScope(want))
+		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it from its next turn.", mrkdwn.InlineCode(name), describeScope(want))
 	}
-	return fmt.Sprintf("*Scope of `%s`*: %s. Every replica applies it within about 10 seconds; turns already running are refused calls that it no longer allows.",
-		inlineCode(name), describeScope(want))
+	return fmt.Sprintf("*Scope of `%s`*: %s. Every replica applies it from its next turn; turns already running are refused calls that it no longer allows.",
+		mrkdwn.InlineCode(name), describeScope(want))
 }
 
 // auditMCPScope records a scope change.

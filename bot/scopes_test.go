@@ -23,11 +23,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
-// slackCalls type-checks the bot's non-test sources and returns the
-// slack-go *slack.Client methods they use, each with the places it is used.
-// A method counts when it is called (or taken as a value) on a
+// slackCalls type-checks the non-test sources of bot and of every package
+// below it (bot/slackapi, bot/mrkdwn, the feature packages) and returns
+// the slack-go *slack.Client methods they use, each with the places it is
+// used. A method counts when it is called (or taken as a value) on a
 // *slack.Client, on something embedding one, or on an interface that
 // *slack.Client implements: however the calls are wrapped, the request
 // reaches Slack with the bot's token.
@@ -44,7 +47,7 @@ func slackCalls(t *testing.T) map[string][]string {
 var slackCallsOnce = sync.OnceValues(analyzeSlackCalls)
 
 func analyzeSlackCalls() (map[string][]string, error) {
-	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", ".").Output()
+	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", "./...").Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -59,16 +62,40 @@ func analyzeSlackCalls() (map[string][]string, error) {
 			exports[path] = file
 		}
 	}
-	pkg, err := build.Default.ImportDir(".", 0)
+	dirs, err := exec.Command("go", "list", "-f", "{{.Dir}}\t{{.ImportPath}}", "./...").Output()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("go list ./...: %v", err)
 	}
+	calls := map[string][]string{}
+	found := false
+	for line := range strings.Lines(string(dirs)) {
+		dir, path, _ := strings.Cut(strings.TrimSpace(line), "\t")
+		ok, err := slackCallsIn(dir, path, exports, calls)
+		if err != nil {
+			return nil, err
+		}
+		found = found || ok
+	}
+	if !found {
+		return nil, errors.New("nothing in bot/ imports slack-go")
+	}
+	return calls, nil
+}
+
+// slackCallsIn adds the slack-go calls of the package in dir to calls; it
+// reports whether the package imports slack-go at all.
+func slackCallsIn(dir, path string, exports map[string]string, calls map[string][]string) (bool, error) {
+	pkg, err := build.Default.ImportDir(dir, 0)
+	if err != nil {
+		return false, err
+	}
+	root, _ := filepath.Abs(".")
 	fset := token.NewFileSet()
 	var files []*ast.File
 	for _, name := range pkg.GoFiles {
-		f, err := parser.ParseFile(fset, name, nil, 0)
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		files = append(files, f)
 	}
@@ -80,9 +107,9 @@ func analyzeSlackCalls() (map[string][]string, error) {
 		return os.Open(file)
 	})}
 	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}}
-	checked, err := conf.Check("github.com/bobbinbot/bobbin/bot", fset, files, info)
+	checked, err := conf.Check(path, fset, files, info)
 	if err != nil {
-		return nil, fmt.Errorf("type-checking bot: %w", err)
+		return false, fmt.Errorf("type-checking %s: %w", path, err)
 	}
 	var client types.Type
 	for _, imp := range checked.Imports() {
@@ -91,9 +118,8 @@ func analyzeSlackCalls() (map[string][]string, error) {
 		}
 	}
 	if client == nil {
-		return nil, errors.New("bot does not import slack-go")
+		return false, nil
 	}
-	calls := map[string][]string{}
 	for sel, s := range info.Selections {
 		if s.Kind() != types.MethodVal && s.Kind() != types.MethodExpr {
 			continue
@@ -110,9 +136,13 @@ func analyzeSlackCalls() (map[string][]string, error) {
 			continue
 		}
 		pos := fset.Position(sel.Sel.Pos())
-		calls[fn.Name()] = append(calls[fn.Name()], fmt.Sprintf("bot/%s:%d", filepath.Base(pos.Filename), pos.Line))
+		rel, err := filepath.Rel(root, pos.Filename)
+		if err != nil {
+			rel = filepath.Base(pos.Filename)
+		}
+		calls[fn.Name()] = append(calls[fn.Name()], fmt.Sprintf("bot/%s:%d", filepath.ToSlash(rel), pos.Line))
 	}
-	return calls, nil
+	return true, nil
 }
 
 // manifest is the part of manifest.yaml the scope checks read.
@@ -151,30 +181,30 @@ func TestManifestScopesFollowTheCode(t *testing.T) {
 	// Every call has a row, every row is called.
 	rowCalled := map[string]bool{}
 	for _, goName := range slices.Sorted(maps.Keys(calls)) {
-		row, ok := webMethodOf(goName)
+		row, ok := slackapi.WebMethodOf(goName)
 		if !ok {
-			t.Errorf("the bot calls (*slack.Client).%s (%s), which has no row in webMethods (bot/scopes.go): add its Slack method and scopes",
+			t.Errorf("the bot calls (*slack.Client).%s (%s), which has no row in webMethods (bot/slackapi/scopes.go): add its Slack method and scopes",
 				goName, strings.Join(calls[goName], ", "))
 			continue
 		}
-		rowCalled[row.name] = true
+		rowCalled[row.Name] = true
 	}
-	for _, row := range webMethods {
-		if !rowCalled[row.name] {
-			t.Errorf("webMethods has a row for %s, but nothing in bot/ calls %v: remove the row (its scopes may be unused)", row.name, row.goAPI)
+	for _, row := range slackapi.WebMethods() {
+		if !rowCalled[row.Name] {
+			t.Errorf("webMethods has a row for %s, but nothing in bot/ calls %v: remove the row (its scopes may be unused)", row.Name, row.GoAPI)
 		}
 	}
 
 	m := readManifest(t)
-	if diff := cmp.Diff(slices.Sorted(maps.Keys(botEvents)), slices.Sorted(slices.Values(m.Settings.EventSubscriptions.BotEvents))); diff != "" {
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(slackapi.BotEvents())), slices.Sorted(slices.Values(m.Settings.EventSubscriptions.BotEvents))); diff != "" {
 		t.Errorf("manifest.yaml subscribes to events the bot does not handle, or misses one it does (-handled +manifest):\n%s", diff)
 	}
-	for f := range botFeatures {
+	for f := range slackapi.BotFeatures() {
 		if _, ok := m.Features[f]; !ok {
 			t.Errorf("manifest.yaml lacks the feature %s the bot uses", f)
 		}
 	}
-	want := requiredScopes()
+	want := slackapi.RequiredScopes()
 	got := slices.Sorted(slices.Values(m.OAuth.Scopes.Bot))
 	for _, s := range want {
 		if !slices.Contains(got, s) {
@@ -191,17 +221,17 @@ func TestManifestScopesFollowTheCode(t *testing.T) {
 // usersOf names what needs scope s, for failure messages.
 func usersOf(s string) []string {
 	var out []string
-	for _, m := range webMethods {
-		if slices.Contains(m.scopes, s) {
-			out = append(out, m.name)
+	for _, m := range slackapi.WebMethods() {
+		if slices.Contains(m.Scopes, s) {
+			out = append(out, m.Name)
 		}
 	}
-	for e, es := range botEvents {
+	for e, es := range slackapi.BotEvents() {
 		if es == s {
 			out = append(out, "event "+e)
 		}
 	}
-	for f, fs := range botFeatures {
+	for f, fs := range slackapi.BotFeatures() {
 		if fs == s {
 			out = append(out, "feature "+f)
 		}
@@ -223,13 +253,13 @@ func TestSlackCallsAnalysis(t *testing.T) {
 
 func TestMissingScopes(t *testing.T) {
 	want := []string{"chat:write", "channels:read", "groups:read"}
-	if got := missingScopes("", want); got != nil {
+	if got := slackapi.MissingScopes("", want); got != nil {
 		t.Errorf("no header: %v, want nil (cannot tell)", got)
 	}
-	if diff := cmp.Diff([]string{"channels:read", "groups:read"}, missingScopes("chat:write, users:read", want)); diff != "" {
+	if diff := cmp.Diff([]string{"channels:read", "groups:read"}, slackapi.MissingScopes("chat:write, users:read", want)); diff != "" {
 		t.Errorf("missing (-want +got):\n%s", diff)
 	}
-	if got := missingScopes("groups:read,chat:write,channels:read", want); got != nil {
+	if got := slackapi.MissingScopes("groups:read,chat:write,channels:read", want); got != nil {
 		t.Errorf("all granted: %v", got)
 	}
 }

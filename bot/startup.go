@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // TokenError means Slack refused one of the bot's tokens: nothing will work
@@ -77,7 +79,7 @@ func (b *Bot) Authenticate(ctx context.Context) error {
 	// were checked when they were installed and are checked on use.
 	id := &slack.AuthTestResponse{}
 	if b.opts.BotToken != "" {
-		if err := b.untilAnswered(ctx, "auth.test", func() (err error) {
+		if err := b.untilAnswered(ctx, slackapi.AuthTest, func() (err error) {
 			id, err = b.api.AuthTestContext(ctx)
 			if err == nil {
 				return nil
@@ -90,7 +92,7 @@ func (b *Bot) Authenticate(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := b.untilAnswered(ctx, "apps.connections.open", func() error {
+	if err := b.untilAnswered(ctx, slackapi.AppsConnectionsOpen, func() error {
 		_, _, err := b.api.StartSocketModeContext(ctx)
 		if err == nil {
 			return nil
@@ -117,7 +119,7 @@ func (b *Bot) Authenticate(ctx context.Context) error {
 			b.log.Warn("bot: cannot check whether the workspace's data was set to expire", "team", id.TeamID, "err", err)
 		}
 	}
-	if missing := missingScopes(id.Header.Get("X-OAuth-Scopes"), requiredScopes()); len(missing) > 0 {
+	if missing := slackapi.MissingScopes(id.Header.Get("X-OAuth-Scopes"), slackapi.RequiredScopes()); len(missing) > 0 {
 		b.log.Warn("bot: the bot token lacks scopes the bot uses; update the app from manifest.yaml and reinstall it",
 			"missing", strings.Join(missing, ","))
 	}

@@ -67,6 +67,12 @@ func TestE2EStopOnAnotherReplica(t *testing.T) {
 	if !strings.Contains(got, "Stopped by <@"+slackemu.UserAlice+">") {
 		t.Errorf("reply after a Stop on the other replica = %q", got)
 	}
+	// The mention is live in what Slack renders (not escaped to &lt;@…).
+	for _, m := range h.emu.BotReplies(slackemu.ChannelGen, p.TS) {
+		if raw := string(m.Blocks) + m.MarkdownText; strings.Contains(raw, "Stopped by") && strings.Contains(raw, "&lt;@") {
+			t.Errorf("the Stopped by footer does not mention %s live: %s", slackemu.UserAlice, raw)
+		}
+	}
 	if n := len(emu2.Ephemerals(slackemu.UserAlice)); n != 0 {
 		t.Errorf("alice got %d ephemeral notes for an allowed Stop", n)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -118,7 +120,7 @@ func (r *streamer) Observe(ev agent.Event) {
 		if r.firstText.IsZero() && ev.Text != "" {
 			r.firstText = time.Now()
 		}
-		r.text.WriteString(ev.Text)
+		r.text.WriteString(stripMasks(ev.Text))
 		r.status = ""
 	case agent.EventReasoning:
 		r.status = "Thinking…"
@@ -190,7 +192,7 @@ func (r *streamer) pieces(text string) []string {
 			seg = strings.TrimLeft(seg, " \n") // the step's paragraph break
 		}
 		if strings.TrimSpace(seg) != "" {
-			out = append(out, Split(seg, SplitLimit)...)
+			out = append(out, mrkdwn.Split(seg, mrkdwn.SplitLimit)...)
 		}
 		from = at
 	}
@@ -247,7 +249,7 @@ func (r *streamer) replyTS() string {
 func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.mu.Lock()
 	if strings.TrimSpace(r.text.String()) == "" && final != "" {
-		r.text.WriteString(final)
+		r.text.WriteString(stripMasks(final))
 	}
 	if footer != "" {
 		if s := r.text.String(); s != "" && !strings.HasSuffix(s, "\n") {
@@ -262,7 +264,7 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.mu.Unlock()
 	r.flush(ctx, true)
 	for pool := range r.held {
-		r.b.gov.releaseSlot(ctx, r.k.Team, r.slot(pool))
+		r.b.gov.ReleaseSlot(ctx, r.k.Team, r.slot(pool))
 	}
 	clear(r.held)
 	if r.assistant {
@@ -271,10 +273,10 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 }
 
 // slot is the reply's slot in pool.
-func (r *streamer) slot(pool string) *liveSlot {
-	for _, p := range livePools {
-		if p.pool == pool {
-			return &liveSlot{pool: pool, id: r.slotID, cover: p.cover}
+func (r *streamer) slot(pool string) *slackapi.Slot {
+	for _, p := range slackapi.LivePools {
+		if p.Pool == pool {
+			return &slackapi.Slot{Pool: pool, ID: r.slotID, Cover: p.Cover}
 		}
 	}
 	return nil
@@ -288,18 +290,18 @@ func (r *streamer) mayGoLive(pool string) bool {
 // lossyOutcome files the result of a lossy call that did not go through:
 // no slot (try again in a while), no budget or a 429 (back off).
 func (r *streamer) lossyOutcome(pool string, err error) {
-	var be budgetError
+	var be slackapi.BudgetError
 	var rl *slack.RateLimitedError
 	switch {
-	case errors.Is(err, errNoSlot):
+	case errors.Is(err, slackapi.ErrNoSlot):
 		delete(r.held, pool)
 		r.noSlot = time.Now().Add(max(r.b.opts.EditInterval/2, 100*time.Millisecond))
 	case errors.As(err, &be):
 		r.refused = time.Now()
-		r.backoff = r.refused.Add(max(be.wait, 50*time.Millisecond))
+		r.backoff = r.refused.Add(max(be.Wait, 50*time.Millisecond))
 	case errors.As(err, &rl):
 		r.backoff = time.Now().Add(max(rl.RetryAfter, time.Second))
-	case isRateLimited(err) || isDropped(err):
+	case slackapi.IsRateLimited(err) || slackapi.IsDropped(err):
 		r.backoff = time.Now().Add(time.Second)
 	}
 }
@@ -321,7 +323,7 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		return
 	}
 	if strings.TrimSpace(text) == "" {
-		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant || !r.mayGoLive(poolEdit) {
+		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant || !r.mayGoLive(slackapi.PoolEdit) {
 			return
 		}
 		// Silent so far: show the status with the Stop button.
@@ -335,7 +337,7 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 	render := func(i int) (content, st string, live bool) {
 		content, live = pieces[i], i == len(pieces)-1 && !final
 		if live {
-			content, st = Live(content), status
+			content, st = mrkdwn.Live(content), status
 		}
 		return content, st, live
 	}
@@ -344,7 +346,7 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 	// complete. A reply without a slot posts only its complete pieces.
 	for i := len(r.posted); i < len(pieces); i++ {
 		content, st, live := render(i)
-		if live && !r.mayGoLive(poolEdit) {
+		if live && !r.mayGoLive(slackapi.PoolEdit) {
 			break
 		}
 		if !r.post(ctx, content, st, live, final) {
@@ -358,7 +360,7 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 			continue
 		}
 		if !final {
-			if !r.held[poolEdit] && !r.mayGoLive(poolEdit) {
+			if !r.held[slackapi.PoolEdit] && !r.mayGoLive(slackapi.PoolEdit) {
 				continue
 			}
 			// (The first text replaces a status message at once.)
@@ -374,7 +376,7 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		// The answer needs fewer messages than were posted (rare: a split
 		// point moved): nothing stale may stay.
 		for _, p := range r.posted[len(pieces):] {
-			_ = r.b.call(ctx, slackCall{team: r.k.Team, method: "chat.delete"}, func(ctx context.Context, api *slack.Client) error {
+			_ = r.b.slack.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatDelete}, func(ctx context.Context, api *slack.Client) error {
 				_, _, err := api.DeleteMessageContext(ctx, r.k.Channel, p.ts)
 				return err
 			})
@@ -390,12 +392,12 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 // the whole rate and none starves.
 func (r *streamer) editSpacing() time.Duration {
 	d := r.b.opts.EditInterval
-	l := r.b.gov.limit("chat.update")
+	l := r.b.gov.Limit(slackapi.ChatUpdate)
 	if l.Off || l.PerMinute <= 0 {
 		return d
 	}
-	n := max(1, r.b.gov.liveSlots(r.k.Team, poolEdit))
-	f := r.b.gov.factor(r.k.Team, "chat.update")
+	n := max(1, r.b.gov.LiveSlots(r.k.Team, slackapi.PoolEdit))
+	f := r.b.gov.Factor(r.k.Team, slackapi.ChatUpdate)
 	share := time.Duration(n) * time.Duration(float64(time.Minute)/(float64(l.PerMinute)*f))
 	if time.Since(r.refused) > 2*share {
 		return d
@@ -421,23 +423,23 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 	if markdownText {
 		// markdown_text excludes text and blocks (markdown_text_conflict).
-		return append(opts, slack.MsgOptionMarkdownText(Markdown(content)))
+		return append(opts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(content))))
 	}
 	var blocks []slack.Block
 	if strings.TrimSpace(content) != "" {
-		blocks = append(blocks, slack.NewMarkdownBlock("", Markdown(content)))
+		blocks = append(blocks, slack.NewMarkdownBlock("", unmaskMentions(mrkdwn.Markdown(content))))
 	}
 	if status != "" {
-		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+EscapeText(status)+"_", false, false)))
+		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(status)+"_", false, false)))
 	}
 	if live {
 		btn := slack.NewButtonBlockElement(actionStop, r.k.String(), slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false))
 		btn.Style = slack.StyleDanger
 		blocks = append(blocks, slack.NewActionBlock("bobbin_controls", btn))
 	}
-	fallback := Fallback(content)
+	fallback := unmaskMentions(mrkdwn.Fallback(content))
 	if fallback == "" {
-		fallback = EscapeText(status)
+		fallback = mrkdwn.EscapeText(status)
 	}
 	return append(opts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(fallback, false))
 }
@@ -452,11 +454,11 @@ const maxAttempts = 3
 // tries again). A live piece needs a live slot; interim posts are lossy,
 // the final ones must-deliver.
 func (r *streamer) post(ctx context.Context, content, status string, live, final bool) bool {
-	c := slackCall{team: r.k.Team, method: "chat.postMessage", channel: r.k.Channel}
+	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatPostMessage, Channel: r.k.Channel}
 	if !final {
-		c.prio = prioLossy
+		c.Prio = slackapi.Lossy
 		if live {
-			c.slot = r.slot(poolEdit)
+			c.Slot = r.slot(slackapi.PoolEdit)
 		}
 	}
 	opts := append(r.msgOptions(content, status, live, false), slack.MsgOptionTS(r.k.ThreadTS))
@@ -465,13 +467,13 @@ func (r *streamer) post(ctx context.Context, content, status string, live, final
 			return false
 		}
 		var ts string
-		err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 			var err error
 			_, ts, err = api.PostMessageContext(ctx, r.k.Channel, opts...)
 			return err
 		})
-		if c.slot != nil && !errors.Is(err, errNoSlot) && !isDropped(err) {
-			r.held[poolEdit] = true
+		if c.Slot != nil && !errors.Is(err, slackapi.ErrNoSlot) && !slackapi.IsDropped(err) {
+			r.held[slackapi.PoolEdit] = true
 		}
 		if err == nil {
 			r.posted = append(r.posted, postedMsg{ts: ts, rendered: renderKey(content, status, live, false), at: time.Now()})
@@ -480,7 +482,7 @@ func (r *streamer) post(ctx context.Context, content, status string, live, final
 			return true
 		}
 		if !final {
-			r.lossyOutcome(poolEdit, err)
+			r.lossyOutcome(slackapi.PoolEdit, err)
 			return false
 		}
 		if !r.retry(ctx, err, attempt) {
@@ -493,21 +495,21 @@ func (r *streamer) post(ctx context.Context, content, status string, live, final
 // update edits a posted message. Interim edits are lossy and need the
 // reply's live slot; the final edit waits for budget.
 func (r *streamer) update(ctx context.Context, p *postedMsg, content, status string, live, final bool) bool {
-	c := slackCall{team: r.k.Team, method: "chat.update"}
+	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatUpdate}
 	if !final {
-		c.prio, c.merge, c.slot = prioLossy, r.k.Channel+":"+p.ts, r.slot(poolEdit)
+		c.Prio, c.Merge, c.Slot = slackapi.Lossy, r.k.Channel+":"+p.ts, r.slot(slackapi.PoolEdit)
 	}
 	opts := r.msgOptions(content, status, live, p.markdownText)
 	for attempt := 1; ; attempt++ {
 		if !r.allowed(ctx) {
 			return false
 		}
-		err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 			_, _, _, err := api.UpdateMessageContext(ctx, r.k.Channel, p.ts, opts...)
 			return err
 		})
-		if c.slot != nil && !errors.Is(err, errNoSlot) && !isDropped(err) {
-			r.held[poolEdit] = true
+		if c.Slot != nil && !errors.Is(err, slackapi.ErrNoSlot) && !slackapi.IsDropped(err) {
+			r.held[slackapi.PoolEdit] = true
 		}
 		if err == nil {
 			p.rendered = renderKey(content, status, live, p.markdownText)
@@ -516,7 +518,7 @@ func (r *streamer) update(ctx context.Context, p *postedMsg, content, status str
 			return true
 		}
 		if !final {
-			r.lossyOutcome(poolEdit, err)
+			r.lossyOutcome(slackapi.PoolEdit, err)
 			return false
 		}
 		if !r.retry(ctx, err, attempt) {
@@ -532,7 +534,7 @@ func (r *streamer) update(ctx context.Context, p *postedMsg, content, status str
 // errors are retried once a second a few times.
 func (r *streamer) retry(ctx context.Context, err error, attempt int) bool {
 	var se slack.SlackErrorResponse
-	if errors.As(err, &se) || isRateLimited(err) || ctx.Err() != nil || attempt >= maxAttempts {
+	if errors.As(err, &se) || slackapi.IsRateLimited(err) || ctx.Err() != nil || attempt >= maxAttempts {
 		return false
 	}
 	return sleepCtx(ctx, time.Second)
@@ -555,9 +557,9 @@ func (r *streamer) visible(content string) {
 // setStatus shows the assistant-thread status (lossy: a newer status
 // replaces one still waiting, and none waits long).
 func (r *streamer) setStatus(ctx context.Context, status string) {
-	c := slackCall{team: r.k.Team, method: "assistant.threads.setStatus", prio: prioLossy,
-		merge: r.k.Channel + ":" + r.k.ThreadTS, wait: time.Second}
-	err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	c := slackapi.Call{Team: r.k.Team, Method: slackapi.AssistantThreadsSetStatus, Prio: slackapi.Lossy,
+		Merge: r.k.Channel + ":" + r.k.ThreadTS, Wait: time.Second}
+	err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		return api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 			ChannelID: r.k.Channel, ThreadTS: r.k.ThreadTS, Status: status,
 		})

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // nativeLifetime is how long a native stream is used before the reply
@@ -43,7 +46,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 	if ns.ts == "" && final {
 		return false
 	}
-	if len(Split(text, SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
+	if len(mrkdwn.Split(text, mrkdwn.SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
 		// Streams die about 5 minutes after they start
 		// (message_not_in_streaming_state): finish with edits before that.
 		r.nativeFallback(ctx)
@@ -53,7 +56,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		if len(tasks) == 0 && strings.TrimSpace(text) == "" {
 			return true
 		}
-		if time.Now().Before(r.backoff) || !r.mayGoLive(poolNative) {
+		if time.Now().Before(r.backoff) || !r.mayGoLive(slackapi.PoolNative) {
 			requeue()
 			return true
 		}
@@ -66,19 +69,19 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		if !r.allowed(ctx) {
 			return true // the lease is lost: write nothing, on either path
 		}
-		c := slackCall{team: r.k.Team, method: "chat.appendStream"}
+		c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatAppendStream}
 		if !final {
-			c.prio, c.merge = prioLossy, r.k.Channel+":"+ns.ts
+			c.Prio, c.Merge = slackapi.Lossy, r.k.Channel+":"+ns.ts
 		}
-		err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
-			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(Markdown(text[ns.sent:])))
+		err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(text[ns.sent:]))))
 			return err
 		})
 		switch {
 		case err == nil:
 			ns.sent, ns.at = len(text), time.Now()
-		case !final && (isDropped(err) || isRateLimited(err)):
-			r.lossyOutcome(poolNative, err)
+		case !final && (slackapi.IsDropped(err) || slackapi.IsRateLimited(err)):
+			r.lossyOutcome(slackapi.PoolNative, err)
 		default:
 			var se slack.SlackErrorResponse
 			if errors.As(err, &se) && se.Err == "stopped_by_user" {
@@ -94,7 +97,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		if !r.allowed(ctx) {
 			return true
 		}
-		err := r.b.call(ctx, slackCall{team: r.k.Team, method: "chat.stopStream"}, func(ctx context.Context, api *slack.Client) error {
+		err := r.b.slack.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
 			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
 			return err
 		})
@@ -121,22 +124,22 @@ func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.S
 	if chunksOnly {
 		opts = append(opts, slack.MsgOptionChunks(tasks...))
 	} else {
-		opts = append(opts, slack.MsgOptionMarkdownText(Markdown(text)))
+		opts = append(opts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(text))))
 	}
-	c := slackCall{team: r.k.Team, method: "chat.startStream", prio: prioLossy, slot: r.slot(poolNative)}
+	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStartStream, Prio: slackapi.Lossy, Slot: r.slot(slackapi.PoolNative)}
 	var ts string
-	err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		_, ts, err = api.StartStreamContext(ctx, r.k.Channel, opts...)
 		return err
 	})
-	if !errors.Is(err, errNoSlot) && !isDropped(err) {
-		r.held[poolNative] = true
+	if !errors.Is(err, slackapi.ErrNoSlot) && !slackapi.IsDropped(err) {
+		r.held[slackapi.PoolNative] = true
 	}
 	switch {
 	case err == nil:
-	case isDropped(err) || isRateLimited(err):
-		r.lossyOutcome(poolNative, err)
+	case slackapi.IsDropped(err) || slackapi.IsRateLimited(err):
+		r.lossyOutcome(slackapi.PoolNative, err)
 		requeue() // nothing went out
 		return true
 	default:
@@ -166,23 +169,23 @@ func (r *streamer) sendTasks(ctx context.Context, tasks []slack.StreamChunk, fin
 	if !r.allowed(ctx) {
 		return true
 	}
-	c := slackCall{team: r.k.Team, method: "chat.appendStream"}
+	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatAppendStream}
 	if !final {
-		c.prio = prioLossy
+		c.Prio = slackapi.Lossy
 		if time.Now().Before(r.backoff) {
 			requeue()
 			return true
 		}
 	}
-	err := r.b.call(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionChunks(tasks...))
 		return err
 	})
 	switch {
 	case err == nil:
 		return true
-	case !final && (isDropped(err) || isRateLimited(err)):
-		r.lossyOutcome(poolNative, err)
+	case !final && (slackapi.IsDropped(err) || slackapi.IsRateLimited(err)):
+		r.lossyOutcome(slackapi.PoolNative, err)
 		requeue()
 		return true
 	}
@@ -214,7 +217,7 @@ func (r *streamer) ensureStopped(ctx context.Context) {
 	if ns.ts == "" || ns.stopped {
 		return
 	}
-	err := r.b.call(ctx, slackCall{team: r.k.Team, method: "chat.stopStream"}, func(ctx context.Context, api *slack.Client) error {
+	err := r.b.slack.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
 		return err
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -179,7 +180,7 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 	}
 	// The half-streamed message: mark it, the answer follows below.
 	if old != "" {
-		err := b.call(ctx, slackCall{team: k.Team, method: "chat.update"}, func(ctx context.Context, api *slack.Client) error {
+		err := b.slack.Do(ctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatUpdate}, func(ctx context.Context, api *slack.Client) error {
 			_, _, _, err := api.UpdateMessageContext(ctx, k.Channel, old,
 				slack.MsgOptionText(interruptedNote, false), slack.MsgOptionBlocks(),
 				slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())

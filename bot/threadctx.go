@@ -11,6 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -115,8 +116,8 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 	for calls < maxReplyPages {
 		var msgs []slack.Message
 		var next string
-		c := slackCall{team: k.Team, method: "conversations.replies", prio: prioLossy, wait: max(time.Until(deadline), time.Millisecond)}
-		err = b.call(pctx, c, func(ctx context.Context, api *slack.Client) error {
+		c := slackapi.Call{Team: k.Team, Method: slackapi.ConversationsReplies, Prio: slackapi.Lossy, Wait: max(time.Until(deadline), time.Millisecond)}
+		err = b.slack.Do(pctx, c, func(ctx context.Context, api *slack.Client) error {
 			var err error
 			msgs, more, next, err = api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 				ChannelID: k.Channel, Timestamp: k.ThreadTS, Cursor: cursor, Limit: 1000, Latest: until,

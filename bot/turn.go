@@ -15,6 +15,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -308,7 +310,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 			footer = strings.TrimSpace(footer + "\n" + nr)
 		}
 	case errors.As(cause, &stop):
-		footer = "_Stopped by <@" + stop.user + ">._"
+		footer = "_Stopped by " + maskedUser(stop.user) + "._"
 	case errors.Is(cause, errShutdown):
 		// Handed over (serveThread): another replica resumes the turn.
 		footer = "_Interrupted: the bot is restarting. The answer continues below._"
@@ -367,9 +369,9 @@ func (b *Bot) grantCheck(k session.ThreadKey) func(context.Context, string) bool
 func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, text string) {
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	err := b.call(nctx, slackCall{team: k.Team, method: "chat.postMessage", channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
+	err := b.slack.Do(nctx, slackapi.Call{Team: k.Team, Method: slackapi.ChatPostMessage, Channel: k.Channel}, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.PostMessageContext(ctx, k.Channel,
-			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(EscapeText(text), false),
+			slack.MsgOptionTS(k.ThreadTS), slack.MsgOptionText(mrkdwn.EscapeText(text), false),
 			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
 		return err
 	})

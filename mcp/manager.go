@@ -25,6 +25,14 @@ type RegistrationStore interface {
 	Registrations(ctx context.Context, team string) ([]Registered, error)
 }
 
+// VersionSource reports a workspace's change counter: it moves whenever a
+// change other replicas must see is stored (a registration added, removed
+// or re-scoped, an OAuth connection made, renewed or dropped, a tool policy
+// or profile changed). The session store implements it.
+type VersionSource interface {
+	WorkspaceVersion(ctx context.Context, team string) (int64, error)
+}
+
 // Registered is one run-time registration (HTTP servers only).
 type Registered struct {
 	Name    string
@@ -67,8 +75,15 @@ type Options struct {
 	// MaxMessageBytes caps one inbound JSON-RPC message or SSE event [16 MiB].
 	MaxMessageBytes int
 	// RegistrationTTL is how long registrations read from Store are reused
-	// before asking again, so other replicas' changes show up [10s].
+	// before asking again, so other replicas' changes show up [10s]. With
+	// Versions it is only a safety net.
 	RegistrationTTL time.Duration
+	// Versions is read once at the start of every turn (and /bobbin mcp
+	// list): when the workspace's version moved since this replica last
+	// loaded it, registrations and cached OAuth tokens are reloaded first,
+	// so a change on another replica applies at the next turn (nil: only
+	// RegistrationTTL).
+	Versions VersionSource
 	// Resolver resolves registered servers' host names [the system resolver].
 	Resolver Resolver
 	// OAuth wires OAuth servers (zero: OAuth servers are refused).
@@ -151,6 +166,9 @@ type workspace struct {
 	mounts map[string]*mount
 	regs   []Registered
 	regsAt time.Time
+	// ver is the workspace's version regs were loaded at (verOK: known).
+	ver   int64
+	verOK bool
 }
 
 // NewManager returns a Manager; it connects nothing until Tools is called.
@@ -311,20 +329,48 @@ func (m *Manager) workspace(team string) *workspace {
 	return ws
 }
 
-// registrations returns the team's registrations, cached for
-// RegistrationTTL; on a store error the last known list is used.
+// registrations returns the team's registrations, cached until the
+// workspace's version moves or for RegistrationTTL; on a store error the
+// last known list is used. A moved version also drops the team's cached
+// OAuth tokens (a person disconnected, or another replica renewed them).
 func (m *Manager) registrations(ctx context.Context, team string) []Registered {
-	if m.opts.Store == nil {
-		return nil
-	}
 	m.mu.Lock()
 	ws := m.workspace(team)
-	if !ws.regsAt.IsZero() && time.Since(ws.regsAt) < m.opts.RegistrationTTL {
-		regs := ws.regs
-		m.mu.Unlock()
-		return regs
-	}
+	fresh := !ws.regsAt.IsZero() && time.Since(ws.regsAt) < m.opts.RegistrationTTL
+	known, ver := ws.verOK, ws.ver
 	m.mu.Unlock()
+	var cur int64
+	curOK := false
+	if m.opts.Versions != nil {
+		v, err := m.opts.Versions.WorkspaceVersion(ctx, team)
+		if err != nil {
+			m.log.Warn("mcp: workspace version unavailable, using the cached registrations", "team", team, "err", err)
+		} else {
+			cur, curOK = v, true
+			switch {
+			case known && v != ver:
+				fresh = false
+				m.oauth.forgetTeam(team)
+				m.relistTeam(team)
+			case !known:
+				fresh = false // loaded while the version was unknown
+			}
+		}
+	}
+	if m.opts.Store == nil {
+		if curOK {
+			m.mu.Lock()
+			ws = m.workspace(team)
+			ws.ver, ws.verOK = cur, true
+			m.mu.Unlock()
+		}
+		return nil
+	}
+	if fresh {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.workspace(team).regs
+	}
 	regs, err := m.opts.Store.Registrations(ctx, team)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -334,7 +380,29 @@ func (m *Manager) registrations(ctx context.Context, team string) []Registered {
 		return ws.regs
 	}
 	ws.regs, ws.regsAt = regs, time.Now()
+	// The version was read before the registrations: a change in between
+	// moves it again and the next turn reloads once more.
+	ws.ver, ws.verOK = cur, curOK
 	return regs
+}
+
+// relistTeam makes the team's mounts list their tools again at their next
+// use, so tool pins approved on another replica (and whatever else a
+// version bump announces) apply here too.
+func (m *Manager) relistTeam(team string) {
+	m.mu.Lock()
+	var mts []*mount
+	if ws := m.teams[team]; ws != nil {
+		for _, mt := range ws.mounts {
+			mts = append(mts, mt)
+		}
+	}
+	m.mu.Unlock()
+	for _, mt := range mts {
+		for _, x := range append(mt.subMounts(), mt) {
+			x.toolsChanged()
+		}
+	}
 }
 
 // fingerprint identifies what a mount connects to; the scope is left out

@@ -80,6 +80,14 @@ type RefreshLocker interface {
 	LockOAuth(ctx context.Context, team, server, principal string, ttl time.Duration) (unlock func(), err error)
 }
 
+// PromptClaimer keeps Connect prompts to one across replicas: the replica
+// that claims (team, server, principal) asks the person; the others' turns
+// needing the same connection only wait for it. *session.Store implements
+// it.
+type PromptClaimer interface {
+	ClaimOAuthPrompt(ctx context.Context, team, server, principal string, ttl time.Duration) (release func(), claimed bool, err error)
+}
+
 // ConnectWaker wakes turns waiting for a connection, on any replica.
 // WaitOAuth blocks until a NotifyOAuth made after it started, or ctx ends.
 // *session.Store implements it.
@@ -143,7 +151,10 @@ type OAuthOptions struct {
 	Locker     RefreshLocker
 	Waker      ConnectWaker
 	Prompter   ConnectPrompter
-	Audit      func(ctx context.Context, e AuditEvent)
+	// Prompts de-duplicates Connect prompts across replicas (nil: per
+	// replica only).
+	Prompts PromptClaimer
+	Audit   func(ctx context.Context, e AuditEvent)
 	// ConnectTimeout bounds waiting for a person to connect [10m];
 	// StateTTL is how long a Connect link works [10m].
 	ConnectTimeout, StateTTL time.Duration

@@ -180,23 +180,42 @@ func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, re
 	if err != nil {
 		return err
 	}
-	link, expires, err := o.startConnect(ctx, key, sa, r.User, wwwAuth)
-	if err != nil {
-		return err
-	}
 	wctx, cancel := context.WithTimeout(ctx, o.opts.ConnectTimeout)
 	defer cancel()
 	// What is stored now: the wait ends when a newer connection appears
 	// (the prompter may complete it before it returns).
 	start, _ := o.load(ctx, key)
-	if err := o.opts.Prompter.PromptConnect(wctx, ConnectPrompt{Requester: r, Server: mt.cfg.Name, Mode: mt.authMode(),
-		URL: link, Reason: reason, Expires: expires}); err != nil {
-		return fmt.Errorf("%s: %w", mt.cfg.Name, err)
+	prompted := false
+	release := func() {}
+	defer func() { release() }()
+	connected := func() bool {
+		rec, err := o.load(wctx, key)
+		return err == nil && rec != nil && !rec.NeedsReconnect &&
+			(start == nil || rec.ConnectedAt.After(start.ConnectedAt) || start.NeedsReconnect) && rec.usable(time.Now())
 	}
-	for {
-		if rec, err := o.load(wctx, key); err == nil && rec != nil && !rec.NeedsReconnect &&
-			(start == nil || rec.ConnectedAt.After(start.ConnectedAt) || start.NeedsReconnect) && rec.usable(time.Now()) {
+	for first := true; ; first = false {
+		if !first && connected() {
 			return nil
+		}
+		if !prompted {
+			// Another replica's prompt for this connection may be out:
+			// then wait for it, and ask only once it is over.
+			var mine bool
+			release, mine = o.claimPrompt(wctx, key)
+			if mine {
+				link, expires, err := o.startConnect(ctx, key, sa, r.User, wwwAuth)
+				if err != nil {
+					return err
+				}
+				if err := o.opts.Prompter.PromptConnect(wctx, ConnectPrompt{Requester: r, Server: mt.cfg.Name, Mode: mt.authMode(),
+					URL: link, Reason: reason, Expires: expires}); err != nil {
+					return fmt.Errorf("%s: %w", mt.cfg.Name, err)
+				}
+				prompted = true
+				if connected() {
+					return nil
+				}
+			}
 		}
 		if o.opts.Waker == nil {
 			t := time.NewTimer(time.Second)
@@ -220,6 +239,21 @@ func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, re
 			return fmt.Errorf("%w: %s: nobody completed Connect within %s", ErrNotConnected, mt.cfg.Name, o.opts.ConnectTimeout)
 		}
 	}
+}
+
+// claimPrompt claims key's Connect prompt across replicas; mine is false
+// while another replica's prompt is out. Without a claimer, or when it
+// fails, the prompt is ours: a second prompt beats none.
+func (o *oauthCore) claimPrompt(ctx context.Context, key connKey) (release func(), mine bool) {
+	if o.opts.Prompts == nil {
+		return func() {}, true
+	}
+	release, claimed, err := o.opts.Prompts.ClaimOAuthPrompt(ctx, key.team, key.server, key.principal, o.opts.ConnectTimeout)
+	if err != nil {
+		o.log.Warn("mcp oauth: cannot claim the Connect prompt; asking anyway", "team", key.team, "server", key.server, "err", err)
+		return func() {}, true
+	}
+	return release, claimed
 }
 
 // connected drops this replica's live connections of key so the next

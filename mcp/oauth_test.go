@@ -109,7 +109,7 @@ func newReplicas(t *testing.T, n int, cfg *Config, tweak func(*OAuthOptions), mo
 		}
 		t.Cleanup(func() { st.Close() })
 		oo := OAuthOptions{PublicURL: "https://bobbin.test", Tokens: st, States: st, Locker: st, Waker: st,
-			Prompter: r.prompts, Audit: r.audit.add, ConnectTimeout: 20 * time.Second}
+			Prompter: r.prompts, Prompts: st, Audit: r.audit.add, ConnectTimeout: 20 * time.Second}
 		if tweak != nil {
 			tweak(&oo)
 		}

@@ -133,6 +133,19 @@ func (o *oauthCore) forget(key connKey) {
 	o.mu.Unlock()
 }
 
+// forgetTeam drops the cached tokens of team's connections: the next call
+// reads the stored ones (another replica connected, renewed or dropped
+// them).
+func (o *oauthCore) forgetTeam(team string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k := range o.cache {
+		if k.team == team {
+			delete(o.cache, k)
+		}
+	}
+}
+
 func (o *oauthCore) localLock(key connKey) *sync.Mutex {
 	o.mu.Lock()
 	defer o.mu.Unlock()

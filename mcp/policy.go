@@ -473,9 +473,8 @@ func (m *Manager) SetPolicy(ctx context.Context, team, server string, rule Polic
 	if err := m.policyStore.PutToolPolicy(ctx, team, server, rule); err != nil {
 		return ServerPolicy{}, fmt.Errorf("mcp: storing the policy of %s: %w", server, err)
 	}
-	// Hook: when the session store gains a workspace version key (bumped
-	// on every change of a workspace's MCP state), bump it here so other
-	// replicas drop caches; the policy itself is read at every turn.
+	// The store bumps the workspace version (session); the policy itself
+	// is read at every turn, so the next turn on any replica applies it.
 	m.log.Info("mcp tool policy set", "team", team, "server", server, "tool", rule.Tool, "policy", rule.Words())
 	all, err := m.Policies(ctx, team)
 	if err != nil {

@@ -66,6 +66,10 @@ type Access struct {
 	// only servers without channel restrictions are offered.
 	Channel string
 	DM      bool
+	// AnyPlace skips the place: whether the people may use the server
+	// somewhere (the App Home, which is no conversation, offers Connect
+	// only for servers the person may use).
+	AnyPlace bool
 	// People are the people whose messages the turn answers: every one of
 	// them must be allowed (a merged turn of several people needs all).
 	People []Person
@@ -108,6 +112,7 @@ type Verdict struct {
 // Check evaluates the scope for a: the place first, then every person.
 func (s Scope) Check(ctx context.Context, a Access) Verdict {
 	switch {
+	case a.AnyPlace:
 	case a.DM:
 		if !s.DMAllowed() {
 			return Verdict{Reason: ScopeDM}

@@ -56,6 +56,9 @@ func TestScopeCheck(t *testing.T) {
 		{"channels listed, dm: true", Scope{Channels: []string{"C1"}, DM: &yes}, dm(alice), ok},
 		{"dm: false without channels", Scope{DM: &no}, dm(alice), Verdict{Reason: ScopeDM}},
 		{"dm: false, in a channel", Scope{DM: &no}, in("C9", alice), ok},
+		{"any place: a channel-scoped server for a member", Scope{Channels: []string{"C1"}, DM: &no}, Access{Team: "T1", AnyPlace: true, People: []Person{alice}}, ok},
+		{"any place: the people still count", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, Access{Team: "T1", AnyPlace: true, People: []Person{bob}}, Verdict{Reason: ScopePerson, Person: "UBOB"}},
+		{"any place: guests still need guests", Scope{Channels: []string{"C1"}}, Access{Team: "T1", AnyPlace: true, People: []Person{guest}}, Verdict{Reason: ScopeGuest, Person: "UGUEST"}},
 		{"a DM id in Channel is still a DM", Scope{Channels: []string{"C1"}}, Access{Team: "T1", Channel: "C1", DM: true, People: []Person{alice}}, Verdict{Reason: ScopeDM}},
 
 		{"listed user", Scope{Users: []string{"UALICE"}}, in("C1", alice), ok},

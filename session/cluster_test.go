@@ -92,6 +92,10 @@ func TestCluster(t *testing.T) {
 		{"InstallationSealedRoundTrip", TestInstallationSealedRoundTrip},
 		{"InstallAliasAndOrgDelete", TestInstallAliasAndOrgDelete},
 		{"RetireWorkspace", TestRetireWorkspace},
+		{"RegistrationConcurrentAdds", TestRegistrationConcurrentAdds},
+		{"RegistrationScopeRacesRemove", TestRegistrationScopeRacesRemove},
+		{"WorkspaceVersionMoves", TestWorkspaceVersionMoves},
+		{"ClaimOAuthPrompt", TestClaimOAuthPrompt},
 	} {
 		t.Run(tc.name, tc.f)
 	}

@@ -116,6 +116,9 @@ func (k keys) oauthClient(team, issuerHash string) string {
 func (k keys) oauthLock(team, server, principal string) string {
 	return k.prefix + ":{w:" + team + "}:oauth:lock:" + server + ":" + principal
 }
+func (k keys) oauthPrompt(team, server, principal string) string {
+	return k.prefix + ":{w:" + team + "}:oauth:prompt:" + server + ":" + principal
+}
 func (k keys) oauthWake(team, server, principal string) string {
 	return k.prefix + ":{w:" + team + "}:oauth:wake:" + server + ":" + principal
 }

@@ -268,6 +268,8 @@ func TestEveryKeyHasTTLOrBound(t *testing.T) {
 		s.k.pins(k.Team, "docs"):  MaxToolPins,
 		// The workspace's index of such keys (install.go).
 		s.k.workspaceIndex(k.Team): 2*MaxRegistrations + 16,
+		// The workspace's version: one counter per workspace (version.go).
+		s.k.version(k.Team): 1,
 	}
 	keys := scanKeys(t, s)
 	if len(keys) < 12 {

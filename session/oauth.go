@@ -85,7 +85,8 @@ func (s *Store) OAuthConnection(ctx context.Context, team, server, principal str
 	return s.openRecord(key, team, server, connField(p), v)
 }
 
-// PutOAuthConnection creates or replaces a connection record, sealed.
+// PutOAuthConnection creates or replaces a connection record, sealed, and
+// bumps the workspace's version (other replicas drop their cached tokens).
 func (s *Store) PutOAuthConnection(ctx context.Context, team, server, principal string, rec []byte) error {
 	p, err := principalPart(principal)
 	if err = errors.Join(err, checkPart("team", team), checkPart("server name", server)); err != nil {
@@ -99,20 +100,25 @@ func (s *Store) PutOAuthConnection(ctx context.Context, team, server, principal 
 	pipe := s.rdb.TxPipeline()
 	pipe.HSet(ctx, key, p, v)
 	s.indexed(ctx, pipe, team, key)
+	s.bump(ctx, pipe, team)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("put oauth connection "+server, err)
 	}
 	return nil
 }
 
-// DeleteOAuthConnection removes a connection record (absent is not an
+// DeleteOAuthConnection removes a connection record and bumps the
+// workspace's version (absent is not an
 // error).
 func (s *Store) DeleteOAuthConnection(ctx context.Context, team, server, principal string) error {
 	p, err := principalPart(principal)
 	if err = errors.Join(err, checkPart("team", team), checkPart("server name", server)); err != nil {
 		return err
 	}
-	if err := s.rdb.HDel(ctx, s.k.oauthConns(team, server), p).Err(); err != nil {
+	pipe := s.rdb.TxPipeline()
+	pipe.HDel(ctx, s.k.oauthConns(team, server), p)
+	s.bump(ctx, pipe, team)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("delete oauth connection "+server, err)
 	}
 	return nil
@@ -128,6 +134,7 @@ func (s *Store) DeleteOAuthConnections(ctx context.Context, team, server string)
 	pipe := s.rdb.TxPipeline()
 	pipe.Del(ctx, key)
 	pipe.SRem(ctx, s.k.workspaceIndex(team), key)
+	s.bump(ctx, pipe, team)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("delete oauth connections "+server, err)
 	}
@@ -276,6 +283,39 @@ func (s *Store) LockOAuth(ctx context.Context, team, server, principal string, t
 		return nil, err
 	}
 	return s.lockKey(ctx, s.k.oauthLock(team, server, p), ttl, "oauth lock")
+}
+
+// ClaimOAuthPrompt claims the one Connect prompt of (team, server,
+// principal) across replicas: claimed is false when another replica's
+// prompt is still out (its turn waits for the connection too, and asks
+// again only when that prompt is over). The claim expires after ttl even
+// if its holder dies; release ends it while it is still ours.
+func (s *Store) ClaimOAuthPrompt(ctx context.Context, team, server, principal string, ttl time.Duration) (release func(), claimed bool, err error) {
+	p, err := principalPart(principal)
+	if err = errors.Join(err, checkPart("team", team), checkPart("server name", server)); err != nil {
+		return nil, false, err
+	}
+	if ttl <= 0 {
+		ttl = 10 * time.Minute
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	key := s.k.oauthPrompt(team, server, p)
+	ok, err := s.rdb.SetNX(ctx, key, token, ttl).Result()
+	if err != nil {
+		return nil, false, s.wrap("oauth prompt "+server, err)
+	}
+	if !ok {
+		return func() {}, false, nil
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := unlockScript.Run(ctx, s.rdb, []string{key}, token).Err(); err != nil {
+			s.log.Warn("session: releasing an oauth prompt claim", "err", err)
+		}
+	}, true, nil
 }
 
 // NotifyOAuth wakes whoever waits for (team, server, principal), on any

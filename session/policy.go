@@ -41,7 +41,7 @@ func (s *Store) ToolPolicies(ctx context.Context, team string) (map[string]map[s
 }
 
 // PutToolPolicy sets the words of server's rule for glob; empty words
-// remove the rule.
+// remove the rule. Either bumps the workspace version.
 func (s *Store) PutToolPolicy(ctx context.Context, team, server, glob, words string) error {
 	if err := errors.Join(checkPart("team", team), checkPart("server name", server)); err != nil {
 		return err
@@ -51,7 +51,10 @@ func (s *Store) PutToolPolicy(ctx context.Context, team, server, glob, words str
 	}
 	key, field := s.k.policies(team), server+"/"+glob
 	if words == "" {
-		if err := s.rdb.HDel(ctx, key, field).Err(); err != nil {
+		pipe := s.rdb.TxPipeline()
+		pipe.HDel(ctx, key, field)
+		s.bump(ctx, pipe, team)
+		if _, err := pipe.Exec(ctx); err != nil {
 			return s.wrap("delete tool policy "+field, err)
 		}
 		return nil
@@ -68,6 +71,9 @@ func (s *Store) PutToolPolicy(ctx context.Context, team, server, glob, words str
 	pipe := s.rdb.TxPipeline()
 	pipe.HSet(ctx, key, field, words)
 	s.indexed(ctx, pipe, team, key)
+	// Policies are read at every turn; the bump tells replicas' caches
+	// of the workspace that something changed all the same.
+	s.bump(ctx, pipe, team)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("put tool policy "+field, err)
 	}

@@ -19,6 +19,9 @@ func TestToolPolicies(t *testing.T) {
 	if err := s.PutToolPolicy(ctx, "T1", "crm", "tmp", ""); err != nil {
 		t.Fatal(err)
 	}
+	if v, _ := s.WorkspaceVersion(ctx, "T1"); v < 5 {
+		t.Errorf("workspace version %d after 5 policy writes", v)
+	}
 	got, err := s.ToolPolicies(ctx, "T1")
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,10 @@ type Registration struct {
 	Secrets   map[string]string
 	CreatedBy string
 	Created   time.Time
+
+	// rev is the revision this registration was read at ("" when the
+	// caller built it): PutRegistration replaces only that revision.
+	rev string
 }
 
 // LogValue keeps secret values out of logs: only their field names appear.
@@ -54,21 +60,44 @@ type storedRegistration struct {
 	Created   time.Time         `json:"created"`
 }
 
-// putRegistrationScript: ARGV = name, value, max → 0 when the workspace is
-// at its bound and name is new.
-// KEYS[2] is the workspace's index (install.go).
+// putRegistrationScript writes a registration if the one it was based on
+// is still there. KEYS = the workspace's registrations, its index, its
+// version; ARGV = name, value, max, rev. rev "" creates: -1 when the name
+// is taken, 0 when the workspace is at its bound. Otherwise rev is the
+// SHA-1 of the stored value the write is based on: -2 when the name is
+// gone (removed meanwhile), -3 when the value changed meanwhile. 1 when
+// written, with the workspace's version bumped.
 var putRegistrationScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if ARGV[4] == '' then
+  if cur then return -1 end
+  if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+else
+  if not cur then return -2 end
+  if redis.sha1hex(cur) ~= ARGV[4] then return -3 end
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('SADD', KEYS[2], KEYS[1])
+redis.call('SADD', KEYS[2], KEYS[1], KEYS[3])
+redis.call('INCR', KEYS[3])
 return 1
 `)
 
-// PutRegistration creates or replaces a workspace's registration (by Name).
-// Secret values are sealed with the current SECRET_KEY, bound to team,
-// server name and field; with secrets and no key it fails with
-// ErrNoSecretKey. Created defaults to now. Registrations have no TTL: they
-// are configuration, bounded by MaxRegistrations per workspace.
+// PutRegistration stores a registration (by Name) with compare-and-set
+// semantics, so concurrent admin commands cannot undo each other:
+//   - a Registration built by the caller (not read from the store) is
+//     created; when the name is already registered it fails with ErrExists
+//     (of two concurrent adds of one name, one wins);
+//   - a Registration read from the store (Registration, Registrations),
+//     perhaps changed, replaces the stored one only if that is still the
+//     one read: ErrNotFound when it was removed meanwhile (a scope change
+//     never resurrects a removed server), ErrConflict when it changed.
+//
+// Every write bumps the workspace's version (WorkspaceVersion), so every
+// replica sees it at its next turn. Secret values are sealed with the
+// current SECRET_KEY, bound to team, server name and field; with secrets
+// and no key it fails with ErrNoSecretKey. Created defaults to now.
+// Registrations have no TTL: they are configuration, bounded by
+// MaxRegistrations per workspace.
 func (s *Store) PutRegistration(ctx context.Context, team string, r Registration) error {
 	if err := errors.Join(checkPart("team", team), checkPart("server name", r.Name)); err != nil {
 		return err
@@ -94,14 +123,28 @@ func (s *Store) PutRegistration(ctx context.Context, team string, r Registration
 	if err != nil {
 		return fmt.Errorf("session: registration %s: %w", r.Name, err)
 	}
-	n, err := putRegistrationScript.Run(ctx, s.rdb, []string{s.k.registrations(team), s.k.workspaceIndex(team)}, r.Name, b, MaxRegistrations).Int()
+	n, err := putRegistrationScript.Run(ctx, s.rdb, []string{s.k.registrations(team), s.k.workspaceIndex(team), s.k.version(team)},
+		r.Name, b, MaxRegistrations, r.rev).Int()
 	if err != nil {
 		return s.wrap("put registration "+r.Name, err)
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return fmt.Errorf("session: registration %s: %w (at most %d per workspace)", r.Name, ErrTooMany, MaxRegistrations)
+	case -1:
+		return fmt.Errorf("session: registration %s: %w", r.Name, ErrExists)
+	case -2:
+		return fmt.Errorf("session: registration %s: %w (removed meanwhile)", r.Name, ErrNotFound)
+	case -3:
+		return fmt.Errorf("session: registration %s: %w", r.Name, ErrConflict)
 	}
 	return nil
+}
+
+// revision names a stored value for putRegistrationScript (redis.sha1hex).
+func revision(v string) string {
+	h := sha1.Sum([]byte(v))
+	return hex.EncodeToString(h[:])
 }
 
 // Registration returns one registration with its secrets decrypted.
@@ -153,7 +196,7 @@ func (s *Store) openRegistration(key, team, name, v string) (Registration, error
 	if st.Name != name {
 		return Registration{}, fmt.Errorf("session: corrupt registration %q in key %s: record names %q", name, key, st.Name)
 	}
-	r := Registration{Name: st.Name, Record: st.Record, CreatedBy: st.CreatedBy, Created: st.Created}
+	r := Registration{Name: st.Name, Record: st.Record, CreatedBy: st.CreatedBy, Created: st.Created, rev: revision(v)}
 	if len(st.Secrets) > 0 {
 		r.Secrets = make(map[string]string, len(st.Secrets))
 		for f, sv := range st.Secrets {
@@ -167,8 +210,8 @@ func (s *Store) openRegistration(key, team, name, v string) (Registration, error
 	return r, nil
 }
 
-// DeleteRegistration removes a registration and its tool pins. Deleting an
-// unknown name returns ErrNotFound.
+// DeleteRegistration removes a registration and its tool pins, and bumps
+// the workspace's version. Deleting an unknown name returns ErrNotFound.
 func (s *Store) DeleteRegistration(ctx context.Context, team, name string) error {
 	if err := errors.Join(checkPart("team", team), checkPart("server name", name)); err != nil {
 		return err
@@ -177,6 +220,7 @@ func (s *Store) DeleteRegistration(ctx context.Context, team, name string) error
 	del := pipe.HDel(ctx, s.k.registrations(team), name)
 	pipe.Del(ctx, s.k.pins(team, name))
 	pipe.SRem(ctx, s.k.workspaceIndex(team), s.k.pins(team, name))
+	s.bump(ctx, pipe, team)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("delete registration "+name, err)
 	}
@@ -200,7 +244,7 @@ func (s *Store) ToolPins(ctx context.Context, team, server string) (map[string]s
 }
 
 // PutToolPins replaces a server's pins atomically (an empty map removes
-// them). At most MaxToolPins tools.
+// them) and bumps the workspace's version. At most MaxToolPins tools.
 func (s *Store) PutToolPins(ctx context.Context, team, server string, pins map[string]string) error {
 	if err := errors.Join(checkPart("team", team), checkPart("server name", server)); err != nil {
 		return err
@@ -217,6 +261,7 @@ func (s *Store) PutToolPins(ctx context.Context, team, server string, pins map[s
 	} else {
 		pipe.SRem(ctx, s.k.workspaceIndex(team), key)
 	}
+	s.bump(ctx, pipe, team) // an approval on one replica enables the tools on all
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.wrap("put tool pins "+server, err)
 	}

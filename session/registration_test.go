@@ -39,7 +39,7 @@ func TestRegistrationRoundTripEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Registration{}, "Created"), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Registration{}, "Created"), cmpopts.IgnoreUnexported(Registration{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Registrations (-want +got):\n%s", diff)
 	}
 	one, err := s.Registration(ctx, team, "docs")

@@ -42,6 +42,12 @@ var (
 	ErrQueueFull = errors.New("session: thread queue full")
 	// ErrTooMany means a per-workspace bound (registrations, pins) is reached.
 	ErrTooMany = errors.New("session: too many entries")
+	// ErrExists means a create found the name already taken (two admins
+	// adding the same server at once: the second one loses).
+	ErrExists = errors.New("session: already exists")
+	// ErrConflict means a record changed between its read and a write
+	// based on that read; read it again and redo the change.
+	ErrConflict = errors.New("session: changed concurrently")
 )
 
 // IsUnavailable reports whether err means Redis was unreachable.

@@ -122,7 +122,7 @@ func (t mcpTools) ToolsReport(ctx context.Context, a bot.Access) ([]agent.Tool, 
 }
 
 func mcpAccess(a bot.Access) mcp.Access {
-	out := mcp.Access{Team: a.Team, Channel: a.Channel, DM: a.DM, Members: a.Members}
+	out := mcp.Access{Team: a.Team, Channel: a.Channel, DM: a.DM, AnyPlace: a.AnyPlace, Members: a.Members}
 	for _, p := range a.People {
 		out.People = append(out.People, mcp.Person{ID: p.ID, Guest: p.Guest, External: p.External, Unverified: p.Unverified})
 	}
@@ -195,6 +195,7 @@ func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompt
 		Locker:         store,
 		Waker:          store,
 		Prompter:       prompter,
+		Prompts:        store,
 		ConnectTimeout: timeout,
 		Audit: func(ctx context.Context, e mcp.AuditEvent) {
 			// "event" and "outcome" as the bot's own entries, so /bobbin

@@ -113,8 +113,9 @@ func runPlayground(ctx context.Context, getenv func(string) string, stdout, stde
 		"SLACK_API_URL":   emu.APIURL(),
 	}
 	// Defaults that suit a terminal and a single process; what the
-	// environment sets wins.
-	for k, v := range map[string]string{"HTTP_ADDR": "127.0.0.1:0", "LOG_FORMAT": "text", "LOG_LEVEL": "warn"} {
+	// environment sets wins. Edits every 500 ms show an answer grow (the
+	// emulated Slack's chat.update budget still spaces them).
+	for k, v := range map[string]string{"HTTP_ADDR": "127.0.0.1:0", "LOG_FORMAT": "text", "LOG_LEVEL": "warn", "STREAM_EDIT_INTERVAL": "500ms"} {
 		if getenv(k) == "" {
 			over[k] = v
 		}

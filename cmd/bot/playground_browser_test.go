@@ -53,10 +53,9 @@ func TestPlaygroundInBrowser(t *testing.T) {
 
 	addr := freeAddr(t)
 	env := map[string]string{
-		"PLAYGROUND_ADDR":      addr,
-		"REDIS_URL":            os.Getenv("REDIS_URL"),
-		"STREAM_EDIT_INTERVAL": "150ms",
-		"SHUTDOWN_GRACE":       "3s",
+		"PLAYGROUND_ADDR": addr,
+		"REDIS_URL":       os.Getenv("REDIS_URL"),
+		"SHUTDOWN_GRACE":  "3s",
 	}
 	var out syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())

@@ -402,4 +402,8 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 	if bytes.Contains(p.Blocks, []byte(`message`)) || !bytes.Contains(p.Blocks, []byte("Arguments hidden")) {
 		t.Errorf("the prompt of a private tool shows its arguments: %s", p.Blocks)
 	}
+	// End the turn: one left waiting would be resumed by the next test's
+	// bot (they share Redis and the workspace).
+	click(slackemu.UserAlice, slackemu.ChannelGen, p, "bobbin_deny")
+	reply(slackemu.ChannelGen, th, "Tools said:")
 }

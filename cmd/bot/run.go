@@ -78,6 +78,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Config:               mcfg,
 		Store:                registrations{store},
 		Pins:                 store,
+		Versions:             store,
 		Policies:             policyStore{store},
 		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
 		Getenv:               getenv,

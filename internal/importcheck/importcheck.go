@@ -4,6 +4,8 @@ package importcheck
 
 import (
 	"go/build"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,3 +36,53 @@ const (
 	GoRedis = "github.com/redis/go-redis"
 	MCPSDK  = "github.com/modelcontextprotocol/go-sdk"
 )
+
+// ForbidExcept fails t if the package in dir imports, in its non-test
+// files, a path equal to or below prefix other than the allowed ones (or
+// below them): "nothing of bot but bot/mrkdwn".
+func ForbidExcept(t *testing.T, dir, prefix string, allowed ...string) {
+	t.Helper()
+	pkg, err := build.ImportDir(dir, 0)
+	if err != nil {
+		t.Fatalf("importcheck: reading %s: %v", dir, err)
+	}
+	for _, imp := range pkg.Imports {
+		if imp != prefix && !strings.HasPrefix(imp, prefix+"/") {
+			continue
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || imp == a || strings.HasPrefix(imp, a+"/")
+		}
+		if !ok {
+			t.Errorf("package %s imports %s, which ARCHITECTURE.md forbids (rule: %s except %v)", pkg.ImportPath, imp, prefix, allowed)
+		}
+	}
+}
+
+// OnlyUnder fails t if a package of pattern (for example "./..." run from
+// the module root) other than those equal to or below one of the allowed
+// prefixes imports, in its non-test files, path or a package below it.
+// It asks `go list`, so it sees every package of the module at once.
+func OnlyUnder(t *testing.T, pattern, path string, allowed ...string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", pattern).Output()
+	if err != nil {
+		t.Fatalf("importcheck: go list %s: %v", pattern, err)
+	}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := fields[0]
+		if slices.ContainsFunc(allowed, func(a string) bool { return pkg == a || strings.HasPrefix(pkg, a+"/") }) {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if imp == path || strings.HasPrefix(imp, path+"/") {
+				t.Errorf("package %s imports %s, which only %v may (ARCHITECTURE.md)", pkg, imp, allowed)
+			}
+		}
+	}
+}

@@ -156,7 +156,7 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 	// The bot prefixes a person's words with who said them and where.
 	question = speakerRE.ReplaceAllString(question, "")
 	var b strings.Builder
-	b.WriteString("Hello! I am Bobbin's **demo model**, a short script, not a language model. ")
+	b.WriteString("Hello! I am Bobbin's **demo model**, a script, not a language model. ")
 	if media > 0 {
 		fmt.Fprintf(&b, "Your message carried %d image(s) or file(s); a real model with vision would read them. ", media)
 	}
@@ -178,11 +178,11 @@ func (d *Demo) script(req demoRequest) (string, *demoCall) {
 			}
 			a, _ := json.Marshal(map[string]string{"text": clip(q, 200)})
 			args = string(a)
-			b.WriteString("To show how a tool is approved, I am asking to save your words as a note with `demo/add_note`. ")
+			b.WriteString("To show a tool approval, I ask to save your words with `demo/add_note`: ")
 		} else {
-			fmt.Fprintf(&b, "To show how a tool is approved, I am asking to run `%s/%s`. ", server, name)
+			fmt.Fprintf(&b, "To show a tool approval, I ask to run `%s/%s`: ", server, name)
 		}
-		b.WriteString("Only you (or an admin) may answer: press **Allow once**.")
+		b.WriteString("press **Allow once** (only you or an admin may).")
 		return b.String(), &demoCall{Name: tool, Args: args}
 	}
 	if q := strings.TrimSpace(question); q != "" {

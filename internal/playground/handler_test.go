@@ -137,7 +137,7 @@ func hasString(v any, want string) bool {
 }
 
 // slackEscape escapes text for a mrkdwn field, as the bot does
-// (bot.EscapeText).
+// (mrkdwn.EscapeText).
 func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

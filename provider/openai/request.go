@@ -140,7 +140,8 @@ func (c *Client) requestBody(req provider.Request, v variant) ([]byte, error) {
 //     or "[ID] " so the model can tell people in a shared thread apart;
 //   - an assistant message with neither text nor tool calls is dropped;
 //   - each tool result is its own "tool" message; an error result is
-//     prefixed "Error: ";
+//     prefixed "Error: " unless it already starts so (the agent's own
+//     failures do);
 //   - every tool call of an assistant message is answered: a call without a
 //     result (a run aborted between call and result) gets a synthesized
 //     error result, because the API rejects unanswered tool_call ids; a
@@ -206,7 +207,9 @@ func (c *Client) messages(in []provider.Message, sp *splice.Splicer) []chatMessa
 			out = append(out, cm)
 		case provider.RoleTool:
 			content := m.Content
-			if m.IsError {
+			// The agent already words its own failures "Error: …": the
+			// prefix is for results that do not say so themselves.
+			if m.IsError && !strings.HasPrefix(content, "Error:") {
 				content = "Error: " + content
 			}
 			content = withToolParts(content, m.Parts)

@@ -163,6 +163,18 @@ func TestRequestMessages(t *testing.T) {
 				{"role":"assistant","content":"Sunny."}]`,
 		},
 		{
+			name: "an error result the agent already prefixed is not prefixed twice",
+			msgs: []provider.Message{
+				{Role: provider.RoleUser, Content: "now?"},
+				{Role: provider.RoleAssistant, ToolCalls: calls[1:]},
+				{Role: provider.RoleTool, ToolCallID: "call_2", ToolName: "now", Content: "Error: clock unreachable", IsError: true},
+			},
+			want: `[{"role":"user","content":"now?"},
+				{"role":"assistant","content":null,"reasoning_content":"","tool_calls":[
+					{"id":"call_2","type":"function","function":{"name":"now","arguments":"{}"}}]},
+				{"role":"tool","tool_call_id":"call_2","content":"Error: clock unreachable"}]`,
+		},
+		{
 			name: "deepseek reasoning passed back only with tool calls",
 			msgs: []provider.Message{
 				{Role: provider.RoleUser, Content: "weather?"},

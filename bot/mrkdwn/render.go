@@ -1,4 +1,4 @@
-package bot
+package mrkdwn
 
 import (
 	"bytes"
@@ -433,12 +433,12 @@ func slackLink(dest, label string) string {
 // Fallback returns the plain text fallback for md: mrkdwn, cut to Slack's
 // text limit without breaking a rune or a <…> link.
 func Fallback(md string) string {
-	return truncate(Mrkdwn(md), maxFallback)
+	return Truncate(Mrkdwn(md), maxFallback)
 }
 
-// truncate shortens mrkdwn s to at most n bytes, never inside a UTF-8 rune,
+// Truncate shortens mrkdwn s to at most n bytes, never inside a UTF-8 rune,
 // an entity (&amp;) or a <…> link, ending with an ellipsis when cut.
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -1,6 +1,7 @@
-package bot
+package slackapi
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -19,13 +20,13 @@ import (
 // use of it needs (Slack's documented requirement; none for methods that
 // need no scope). Where Slack accepts one scope per conversation type, the
 // row lists the types the bot works in.
-type webMethod struct {
-	name   string
-	goAPI  []string
-	scopes []string
+type WebMethod struct {
+	Name   string   // the Web API method (methods.go)
+	GoAPI  []string // the slack-go *Client methods that call it
+	Scopes []string // the bot scopes it needs
 }
 
-var webMethods = []webMethod{
+var webMethods = []WebMethod{
 	{"auth.test", []string{"AuthTest", "AuthTestContext"}, nil},
 	// Socket Mode's own call, made with the app-level token at start-up
 	// (connections:write is an app-token scope, not a bot scope).
@@ -83,23 +84,35 @@ var botFeatures = map[string]string{
 	"shortcuts": "commands",
 }
 
-// webMethodOf returns the row of a slack-go method name.
-func webMethodOf(goName string) (webMethod, bool) {
+// WebMethodOf returns the row of a slack-go method name.
+func WebMethodOf(goName string) (WebMethod, bool) {
 	for _, m := range webMethods {
-		if slices.Contains(m.goAPI, goName) {
+		if slices.Contains(m.GoAPI, goName) {
 			return m, true
 		}
 	}
-	return webMethod{}, false
+	return WebMethod{}, false
 }
 
-// requiredScopes is the sorted union of the scopes of every Web API
+// WebMethods is the method table: each Web API method the bot calls, its
+// slack-go methods and its scopes (a copy).
+func WebMethods() []WebMethod { return slices.Clone(webMethods) }
+
+// BotEvents are the event subscriptions the bot handles, with the scope
+// each needs (a copy).
+func BotEvents() map[string]string { return maps.Clone(botEvents) }
+
+// BotFeatures are the app features the bot uses that need a scope, with
+// that scope (a copy).
+func BotFeatures() map[string]string { return maps.Clone(botFeatures) }
+
+// RequiredScopes is the sorted union of the scopes of every Web API
 // method, event and feature the bot uses: what the installed bot token must
 // carry.
-func requiredScopes() []string {
+func RequiredScopes() []string {
 	set := map[string]bool{}
 	for _, m := range webMethods {
-		for _, s := range m.scopes {
+		for _, s := range m.Scopes {
 			set[s] = true
 		}
 	}
@@ -118,10 +131,10 @@ func requiredScopes() []string {
 	return out
 }
 
-// missingScopes lists the scopes of want that granted (Slack's
+// MissingScopes lists the scopes of want that granted (Slack's
 // X-OAuth-Scopes header: comma-separated) lacks; nil when granted is
 // empty, since not every Slack (or emulator) sends it.
-func missingScopes(granted string, want []string) []string {
+func MissingScopes(granted string, want []string) []string {
 	if strings.TrimSpace(granted) == "" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package bot
+package slackapi
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -15,17 +14,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/slack-go/slack"
 	"go.uber.org/goleak"
 
-	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/session"
 )
 
 // Unit tests of the governor against the real store (REDIS_URL, else the
 // embedded Redis).
 
-var _ budgetStore = (*session.Store)(nil)
+var _ Budget = (*session.Store)(nil)
 
 func testStore(t testing.TB) *session.Store {
 	t.Helper()
@@ -59,27 +56,27 @@ func leakCheck(t *testing.T) {
 	})
 }
 
-func testGovernor(t *testing.T, store budgetStore, limits map[string]RateLimit) *governor {
-	return newGovernor(store, limits, NewMetrics(nil), slog.New(slog.DiscardHandler), time.Minute)
+func testGovernor(t *testing.T, store Budget, limits map[string]RateLimit) *Governor {
+	return NewGovernor(store, limits, NewMetrics(), slog.New(slog.DiscardHandler), time.Minute)
 }
 
 func TestGovernorMustBeforeLossy(t *testing.T) {
 	leakCheck(t)
 	// One token every 150 ms, no burst: every waiting call is served in
 	// turn.
-	g := testGovernor(t, testStore(t), map[string]RateLimit{"test.method": {PerMinute: 400, Burst: 1}})
+	g := testGovernor(t, testStore(t), map[string]RateLimit{"test.Method": {PerMinute: 400, Burst: 1}})
 	team := testTeam()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := g.acquire(ctx, slackCall{team: team, method: "test.method"}); err != nil {
+	if _, err := g.Acquire(ctx, Call{Team: team, Method: "test.Method"}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var order []string
 	var wg sync.WaitGroup
-	start := func(name string, c slackCall) {
+	start := func(name string, c Call) {
 		wg.Go(func() {
-			if _, err := g.acquire(ctx, c); err != nil {
+			if _, err := g.Acquire(ctx, c); err != nil {
 				t.Errorf("%s: %v", name, err)
 				return
 			}
@@ -91,12 +88,12 @@ func TestGovernorMustBeforeLossy(t *testing.T) {
 	// Lossy calls queue first, must-deliver ones arrive later and still
 	// go first.
 	for i, n := range []string{"lossy1", "lossy2", "lossy3"} {
-		start(n, slackCall{team: team, method: "test.method", prio: prioLossy, wait: -1})
-		waitQueued(t, g, team+" test.method", i+1) // in arrival order
+		start(n, Call{Team: team, Method: "test.Method", Prio: Lossy, Wait: -1})
+		waitQueued(t, g, team+" test.Method", i+1) // in arrival order
 	}
 	for i, n := range []string{"must1", "must2", "must3"} {
-		start(n, slackCall{team: team, method: "test.method"})
-		waitQueued(t, g, team+" test.method", 4+i)
+		start(n, Call{Team: team, Method: "test.Method"})
+		waitQueued(t, g, team+" test.Method", 4+i)
 	}
 	wg.Wait()
 	want := "must1 must2 must3 lossy1 lossy2 lossy3"
@@ -106,7 +103,7 @@ func TestGovernorMustBeforeLossy(t *testing.T) {
 }
 
 // waitQueued waits until n calls wait in the lane (or hold its turn).
-func waitQueued(t *testing.T, g *governor, key string, n int) {
+func waitQueued(t *testing.T, g *Governor, key string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -127,44 +124,44 @@ func waitQueued(t *testing.T, g *governor, key string, n int) {
 
 func TestGovernorLossyDroppedMergedBounded(t *testing.T) {
 	leakCheck(t)
-	g := testGovernor(t, testStore(t), map[string]RateLimit{"test.method": {PerMinute: 1, Burst: 2}})
+	g := testGovernor(t, testStore(t), map[string]RateLimit{"test.Method": {PerMinute: 1, Burst: 2}})
 	team := testTeam()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	call := slackCall{team: team, method: "test.method"}
-	if _, err := g.acquire(ctx, call); err != nil {
+	call := Call{Team: team, Method: "test.Method"}
+	if _, err := g.Acquire(ctx, call); err != nil {
 		t.Fatal(err)
 	}
 	// A lossy call leaves the last token for must-deliver calls: tried
 	// once, it is dropped with the time budget is due.
 	lossy := call
-	lossy.prio = prioLossy
-	_, err := g.acquire(ctx, lossy)
-	var be budgetError
-	if !errors.As(err, &be) || be.wait <= 0 {
+	lossy.Prio = Lossy
+	_, err := g.Acquire(ctx, lossy)
+	var be BudgetError
+	if !errors.As(err, &be) || be.Wait <= 0 {
 		t.Fatalf("lossy try with one token left: %v, want a budgetError with a wait", err)
 	}
-	if _, err := g.acquire(ctx, call); err != nil {
+	if _, err := g.Acquire(ctx, call); err != nil {
 		t.Fatalf("must-deliver call takes the reserved token: %v", err)
 	}
 	// Now nothing is left for a minute. A must-deliver call waits (until
 	// its context ends); lossy calls behind it merge or are dropped.
 	mctx, mcancel := context.WithCancel(ctx)
 	mustDone := make(chan error, 1)
-	go func() { _, err := g.acquire(mctx, call); mustDone <- err }()
-	waitQueued(t, g, team+" test.method", 1)
+	go func() { _, err := g.Acquire(mctx, call); mustDone <- err }()
+	waitQueued(t, g, team+" test.Method", 1)
 
 	merged := make(chan error, 1)
 	first := lossy
-	first.wait, first.merge = -1, "C1:1.000"
-	go func() { _, err := g.acquire(ctx, first); merged <- err }()
-	waitQueued(t, g, team+" test.method", 2)
+	first.Wait, first.Merge = -1, "C1:1.000"
+	go func() { _, err := g.Acquire(ctx, first); merged <- err }()
+	waitQueued(t, g, team+" test.Method", 2)
 	second := first
-	second.wait = 50 * time.Millisecond
-	if _, err := g.acquire(ctx, second); !errors.Is(err, errDropped) {
+	second.Wait = 50 * time.Millisecond
+	if _, err := g.Acquire(ctx, second); !errors.Is(err, ErrDropped) {
 		t.Errorf("lossy call past its wait: %v, want dropped", err)
 	}
-	if err := <-merged; !errors.Is(err, errMerged) {
+	if err := <-merged; !errors.Is(err, ErrMerged) {
 		t.Errorf("older lossy call for the same message: %v, want merged", err)
 	}
 	// No unbounded queue: past maxLossyWaiters a lossy call is refused at
@@ -174,14 +171,14 @@ func TestGovernorLossyDroppedMergedBounded(t *testing.T) {
 	for range maxLossyWaiters {
 		wg.Go(func() {
 			c := lossy
-			c.wait = -1
-			_, _ = g.acquire(lctx, c)
+			c.Wait = -1
+			_, _ = g.Acquire(lctx, c)
 		})
 	}
-	waitQueued(t, g, team+" test.method", 1+maxLossyWaiters)
+	waitQueued(t, g, team+" test.Method", 1+maxLossyWaiters)
 	c := lossy
-	c.wait = time.Hour
-	if _, err := g.acquire(ctx, c); !errors.Is(err, errDropped) {
+	c.Wait = time.Hour
+	if _, err := g.Acquire(ctx, c); !errors.Is(err, ErrDropped) {
 		t.Errorf("lossy call with %d lossy calls waiting: %v, want dropped at once", maxLossyWaiters, err)
 	}
 	lcancel()
@@ -190,11 +187,11 @@ func TestGovernorLossyDroppedMergedBounded(t *testing.T) {
 	if err := <-mustDone; !errors.Is(err, context.Canceled) {
 		t.Errorf("must-deliver call: %v, want it to wait until its context ended", err)
 	}
-	if n := metricValue(g.m.SlackDropped.WithLabelValues("test.method", "merged")); n != 1 {
+	if n := metricValue(g.m.SlackDropped.WithLabelValues("test.Method", "merged")); n != 1 {
 		t.Errorf("merged counter = %v, want 1", n)
 	}
 	g.mu.Lock()
-	left := len(g.lanes[team+" test.method"].waiters)
+	left := len(g.lanes[team+" test.Method"].waiters)
 	g.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d calls still queued after every caller left", left)
@@ -206,31 +203,31 @@ func TestGovernorLossyDroppedMergedBounded(t *testing.T) {
 func TestGovernorPauseOn429(t *testing.T) {
 	leakCheck(t)
 	store := testStore(t)
-	limits := map[string]RateLimit{"test.method": {PerMinute: 6000, Burst: 5}}
+	limits := map[string]RateLimit{"test.Method": {PerMinute: 6000, Burst: 5}}
 	a, b := testGovernor(t, store, limits), testGovernor(t, store, limits)
 	team := testTeam()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	call := slackCall{team: team, method: "test.method"}
-	if _, err := a.acquire(ctx, call); err != nil {
+	call := Call{Team: team, Method: "test.Method"}
+	if _, err := a.Acquire(ctx, call); err != nil {
 		t.Fatal(err)
 	}
 	seen := time.Now()
-	a.throttled(ctx, team, "test.method", "", time.Second)
-	for name, g := range map[string]*governor{"the replica that saw it": a, "another replica": b} {
-		if _, err := g.acquire(ctx, call); err != nil {
+	a.throttled(ctx, team, "test.Method", "", time.Second)
+	for name, g := range map[string]*Governor{"the replica that saw it": a, "another replica": b} {
+		if _, err := g.Acquire(ctx, call); err != nil {
 			t.Fatal(err)
 		}
 		if since := time.Since(seen); since < 900*time.Millisecond {
 			t.Errorf("%s called again %v after a 429 with Retry-After 1s", name, since)
 		}
-		if f := g.factor(team, "test.method"); f >= 1 {
+		if f := g.Factor(team, "test.Method"); f >= 1 {
 			t.Errorf("%s: budget factor %v after a 429, want it shrunk", name, f)
 		}
 	}
 	// Lossy calls do not wait out a pause: dropped.
-	a.throttled(ctx, team, "test.method", "", time.Second)
-	if _, err := b.acquire(ctx, slackCall{team: team, method: "test.method", prio: prioLossy}); !errors.Is(err, errDropped) {
+	a.throttled(ctx, team, "test.Method", "", time.Second)
+	if _, err := b.Acquire(ctx, Call{Team: team, Method: "test.Method", Prio: Lossy}); !errors.Is(err, ErrDropped) {
 		t.Errorf("lossy call during a pause: %v, want dropped", err)
 	}
 }
@@ -238,65 +235,6 @@ func TestGovernorPauseOn429(t *testing.T) {
 // TestTransportStatusAndPause: bobbin_slack_calls_total says ok or Slack's
 // error code; a 429 through the real client pauses the method; calls that
 // skip Bot.call are still governed and counted.
-func TestTransportStatusAndPause(t *testing.T) {
-	leakCheck(t)
-	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
-	defer emu.Close()
-	store := testStore(t)
-	b, err := New(Options{BotToken: slackemu.BotToken, AppToken: slackemu.AppToken, APIURL: emu.APIURL(), Store: store, Agent: nopRunner{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	post := func(prio priority) error {
-		return b.call(ctx, slackCall{team: slackemu.TeamID, method: "chat.postMessage", channel: slackemu.ChannelGen, prio: prio},
-			func(ctx context.Context, api *slack.Client) error {
-				_, _, err := api.PostMessageContext(ctx, slackemu.ChannelGen, slack.MsgOptionText("hi", false))
-				return err
-			})
-	}
-	if err := post(prioMust); err != nil {
-		t.Fatal(err)
-	}
-	emu.InjectFault("chat.postMessage", slackemu.Fault{Error: "not_in_channel"})
-	if err := post(prioMust); err == nil {
-		t.Fatal("want not_in_channel")
-	}
-	emu.InjectFault("chat.postMessage", slackemu.Fault{Status: http.StatusTooManyRequests, RetryAfter: 1})
-	start := time.Now()
-	// Must-deliver: waits out the pause and goes through.
-	if err := post(prioMust); err != nil {
-		t.Fatalf("must-deliver post through a 429: %v", err)
-	}
-	if since := time.Since(start); since < 900*time.Millisecond {
-		t.Errorf("retried %v after a 429 with Retry-After 1s", since)
-	}
-	// Lossy: the 429 is the caller's to handle (it drops the call).
-	emu.InjectFault("reactions.add", slackemu.Fault{Status: http.StatusTooManyRequests, RetryAfter: 1})
-	err = b.call(ctx, slackCall{team: slackemu.TeamID, method: "reactions.add", prio: prioLossy}, func(ctx context.Context, api *slack.Client) error {
-		return api.AddReactionContext(ctx, "eyes", slack.NewRefToMessage(slackemu.ChannelGen, "1.000001"))
-	})
-	if !isRateLimited(err) {
-		t.Errorf("lossy reaction on a 429: %v, want the rate limit error", err)
-	}
-	// A call that skipped Bot.call is governed by the transport.
-	if _, err := b.api.AuthTestContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for status, want := range map[string]float64{"ok": 2, "not_in_channel": 1, "ratelimited": 1} {
-		if got := metricValue(b.m.SlackCalls.WithLabelValues("chat.postMessage", status)); got != want {
-			t.Errorf("bobbin_slack_calls_total{method=chat.postMessage,status=%s} = %v, want %v", status, got, want)
-		}
-	}
-	if got := metricValue(b.m.RateLimited.WithLabelValues("chat.postMessage")) + metricValue(b.m.RateLimited.WithLabelValues("reactions.add")); got != 2 {
-		t.Errorf("429s counted: %v, want 2", got)
-	}
-	if u := UngovernedCalls(b); u["auth.test"] != 1 || len(u) != 1 {
-		t.Errorf("ungoverned calls %v, want auth.test once", u)
-	}
-}
-
 // metricValue reads a counter or gauge.
 func metricValue(c prometheus.Metric) float64 {
 	var m dto.Metric

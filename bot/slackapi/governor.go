@@ -1,4 +1,4 @@
-package bot
+package slackapi
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // The Slack call governor. Every Web API call the bot makes asks it for
-// budget first (Bot.call; the transport catches any call that did not):
+// budget first (Client.Do; the transport catches any call that did not):
 // it knows each method's budget (limits.go), spends from the budget all
 // replicas share in Redis (session.Spend: one round trip), pauses a method
 // for the whole workspace when Slack answers 429 (session.Throttled) and
@@ -21,64 +22,68 @@ import (
 // queue without bound: they are merged into a newer call for the same
 // target, or dropped when budget does not come soon enough.
 
-// priority orders calls waiting for the same budget.
-type priority int
+// Priority orders calls waiting for the same budget.
+type Priority int
 
 const (
-	// prioMust: the final text of a reply, approval prompts and their
+	// Must: the final text of a reply, approval prompts and their
 	// updates, error notices, answers to clicks and commands. Waits its
 	// turn until its context ends; never dropped.
-	prioMust priority = iota
-	// prioLossy: interim edits of a streaming reply, status lines,
+	Must Priority = iota
+	// Lossy: interim edits of a streaming reply, status lines,
 	// reactions on queued messages. Leaves budget for must-deliver calls;
 	// merged or dropped rather than queued.
-	prioLossy
+	Lossy
 )
 
-func (p priority) String() string {
-	if p == prioMust {
+func (p Priority) String() string {
+	if p == Must {
 		return "must"
 	}
 	return "lossy"
 }
 
-// slackCall describes one Web API call to the governor.
-type slackCall struct {
-	team, method string
-	// channel selects the per-channel budget (chat.postMessage).
-	channel string
-	prio    priority
-	// merge: a lossy call still waiting with the same key is replaced by
-	// this one (it returns errMerged).
-	merge string
-	// wait bounds how long a lossy call waits for budget: 0 tries once,
+// Call describes one Web API call to the governor.
+type Call struct {
+	// Team is the workspace whose budget and token the call uses ("" or
+	// AppScope: the app's own).
+	Team string
+	// Method is the Web API method (a constant of methods.go).
+	Method string
+	// Channel selects the per-channel budget (chat.postMessage).
+	Channel string
+	Prio    Priority
+	// Merge: a lossy call still waiting with the same key is replaced by
+	// this one (it returns ErrMerged).
+	Merge string
+	// Wait bounds how long a lossy call waits for budget: 0 tries once,
 	// negative waits until ctx ends (the caller bounds it).
-	wait time.Duration
-	// slot makes the call take or keep a live-reply slot (errNoSlot when
+	Wait time.Duration
+	// Slot makes the call take or keep a live-reply slot (ErrNoSlot when
 	// none is free; nothing is spent then).
-	slot *liveSlot
+	Slot *Slot
 }
 
-// liveSlot names a reply's slot in a workspace pool; cover is the method
+// Slot names a reply's slot in a workspace pool; cover is the method
 // of the reply's final call, whose budget must have room for it.
-type liveSlot struct{ pool, id, cover string }
+type Slot struct{ Pool, ID, Cover string }
 
 var (
-	errDropped = errors.New("bot: Slack call dropped: no budget in time")
-	errMerged  = errors.New("bot: Slack call merged into a newer one")
-	errNoSlot  = errors.New("bot: no live-reply slot free")
+	ErrDropped = errors.New("bot: Slack call dropped: no budget in time")
+	ErrMerged  = errors.New("bot: Slack call merged into a newer one")
+	ErrNoSlot  = errors.New("bot: no live-reply slot free")
 )
 
-// budgetError is a try-once lossy call refused for want of budget; wait
+// BudgetError is a try-once lossy call refused for want of budget; wait
 // says when budget is due.
-type budgetError struct{ wait time.Duration }
+type BudgetError struct{ Wait time.Duration }
 
-func (e budgetError) Error() string { return fmt.Sprintf("%v (next in %v)", errDropped, e.wait) }
-func (e budgetError) Unwrap() error { return errDropped }
+func (e BudgetError) Error() string { return fmt.Sprintf("%v (next in %v)", ErrDropped, e.Wait) }
+func (e BudgetError) Unwrap() error { return ErrDropped }
 
-// budgetStore is the shared budget (*session.Store has it; without it the
-// governor keeps budgets in this process only).
-type budgetStore interface {
+// Budget is the shared budget (*session.Store has it; without it the
+// Governor keeps budgets in this process only).
+type Budget interface {
 	Spend(ctx context.Context, r session.SpendRequest) (session.SpendResult, error)
 	Throttled(ctx context.Context, r session.SpendRequest, retryAfter time.Duration) (float64, time.Duration, error)
 	ReleaseSlot(ctx context.Context, team, pool, id string) error
@@ -90,11 +95,11 @@ const maxLossyWaiters = 32
 
 // appScope is the budget scope of calls that name no workspace (the
 // app-level apps.connections.open, auth.test at start-up).
-const appScope = "app"
+const AppScope = "app"
 
-// governor is safe for concurrent use.
-type governor struct {
-	store   budgetStore
+// Governor is safe for concurrent use.
+type Governor struct {
+	store   Budget
 	limits  map[string]RateLimit
 	m       *Metrics
 	log     *slog.Logger
@@ -108,7 +113,7 @@ type governor struct {
 	local  map[string]*localBucket // budgets while Redis is away
 	warned time.Time
 	// ungoverned counts calls that reached Slack without asking the
-	// governor first, by method (export_test.go).
+	// Governor first, by method (export_test.go).
 	ungoverned map[string]int
 }
 
@@ -118,16 +123,16 @@ type methodState struct {
 	paused time.Time
 }
 
-func newGovernor(store budgetStore, limits map[string]RateLimit, m *Metrics, log *slog.Logger, slotTTL time.Duration) *governor {
-	return &governor{
+func NewGovernor(store Budget, limits map[string]RateLimit, m *Metrics, log *slog.Logger, slotTTL time.Duration) *Governor {
+	return &Governor{
 		store: store, limits: limits, m: m, log: log, slotTTL: slotTTL,
 		lanes: map[string]*lane{}, known: map[string]*methodState{}, slots: map[string]int{},
 		local: map[string]*localBucket{}, ungoverned: map[string]int{},
 	}
 }
 
-// limit is the budget of method.
-func (g *governor) limit(method string) RateLimit {
+// Limit is the budget of method.
+func (g *Governor) Limit(method string) RateLimit {
 	if l, ok := g.limits[method]; ok {
 		return l
 	}
@@ -139,14 +144,14 @@ func (g *governor) limit(method string) RateLimit {
 
 // grant is the budget for one call; the transport finds it in the
 // request's context.
-type grant struct {
+type Grant struct {
 	team, method, channel string
 	used                  bool // guarded by the transport (one request per grant)
 	mu                    sync.Mutex
 }
 
 // take marks the grant used; false if it was already.
-func (g *grant) take(method string) bool {
+func (g *Grant) take(method string) bool {
 	if g == nil || g.method != method {
 		return false
 	}
@@ -161,16 +166,16 @@ func (g *grant) take(method string) bool {
 
 type grantKey struct{}
 
-// acquire waits for budget for c in priority order and returns the grant.
-func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
-	c.team = cmp.Or(c.team, appScope)
-	l := g.limit(c.method)
+// Acquire waits for budget for c in priority order and returns the grant.
+func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
+	c.Team = cmp.Or(c.Team, AppScope)
+	l := g.Limit(c.Method)
 	start := time.Now()
-	gr := &grant{team: c.team, method: c.method, channel: c.channel}
-	if c.slot != nil && g.limit(c.slot.cover).Off {
-		c.slot = nil // no budget to cover: every reply may stream
+	gr := &Grant{team: c.Team, method: c.Method, channel: c.Channel}
+	if c.Slot != nil && g.Limit(c.Slot.Cover).Off {
+		c.Slot = nil // no budget to cover: every reply may stream
 	}
-	if l.Off && c.slot == nil {
+	if l.Off && c.Slot == nil {
 		// No budget, but a 429's pause still holds.
 		if !g.waitPause(ctx, c) {
 			return nil, ctx.Err()
@@ -180,24 +185,24 @@ func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
 	w := &waiter{c: c, turn: make(chan struct{}, 1), done: make(chan error, 1)}
 	g.mu.Lock()
 	ln := g.laneLocked(laneKey(c, l))
-	if c.prio == prioLossy {
-		if c.merge != "" {
+	if c.Prio == Lossy {
+		if c.Merge != "" {
 			for _, old := range ln.waiters {
-				if old != ln.holder && old.c.merge == c.merge {
+				if old != ln.holder && old.c.Merge == c.Merge {
 					ln.remove(old)
-					old.done <- errMerged
+					old.done <- ErrMerged
 					w.seq = old.seq // the newer call keeps the older one's place
-					g.m.SlackDropped.WithLabelValues(c.method, "merged").Inc()
+					g.m.SlackDropped.WithLabelValues(c.Method, "merged").Inc()
 					break
 				}
 			}
 		}
-		busy := ln.holder != nil || len(ln.waiters) > 0 || time.Now().Before(ln.next[prioLossy])
-		if (c.wait == 0 && busy) || ln.lossy() >= maxLossyWaiters {
-			wait := time.Until(ln.next[prioLossy])
+		busy := ln.holder != nil || len(ln.waiters) > 0 || time.Now().Before(ln.next[Lossy])
+		if (c.Wait == 0 && busy) || ln.lossy() >= maxLossyWaiters {
+			wait := time.Until(ln.next[Lossy])
 			g.mu.Unlock()
-			g.m.SlackDropped.WithLabelValues(c.method, "dropped").Inc()
-			return nil, budgetError{wait: max(wait, 0)}
+			g.m.SlackDropped.WithLabelValues(c.Method, "dropped").Inc()
+			return nil, BudgetError{Wait: max(wait, 0)}
 		}
 	}
 	if w.seq == 0 {
@@ -209,8 +214,8 @@ func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
 	g.mu.Unlock()
 
 	var deadline <-chan time.Time
-	if c.prio == prioLossy && c.wait > 0 {
-		t := time.NewTimer(c.wait)
+	if c.Prio == Lossy && c.Wait > 0 {
+		t := time.NewTimer(c.Wait)
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -220,8 +225,8 @@ func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
 			return nil, err
 		case <-deadline:
 			g.leave(ln, w)
-			g.m.SlackDropped.WithLabelValues(c.method, "dropped").Inc()
-			return nil, errDropped
+			g.m.SlackDropped.WithLabelValues(c.Method, "dropped").Inc()
+			return nil, ErrDropped
 		case <-ctx.Done():
 			g.leave(ln, w)
 			return nil, ctx.Err()
@@ -241,25 +246,25 @@ func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
 			ln.remove(w)
 			g.kickLocked(ln)
 			g.mu.Unlock()
-			return nil, errNoSlot
+			return nil, ErrNoSlot
 		case res.OK:
 			ln.remove(w)
 			g.kickLocked(ln)
 			g.gcLocked(ln)
 			g.mu.Unlock()
-			g.m.SlackWait.WithLabelValues(c.method, c.prio.String()).Observe(now.Sub(start).Seconds())
+			g.m.SlackWait.WithLabelValues(c.Method, c.Prio.String()).Observe(now.Sub(start).Seconds())
 			return gr, nil
 		}
-		ln.next[c.prio] = now.Add(max(res.Wait, time.Millisecond))
-		if c.prio == prioMust && ln.next[prioLossy].Before(ln.next[prioMust]) {
-			ln.next[prioLossy] = ln.next[prioMust]
+		ln.next[c.Prio] = now.Add(max(res.Wait, time.Millisecond))
+		if c.Prio == Must && ln.next[Lossy].Before(ln.next[Must]) {
+			ln.next[Lossy] = ln.next[Must]
 		}
-		if c.prio == prioLossy && c.wait == 0 {
+		if c.Prio == Lossy && c.Wait == 0 {
 			ln.remove(w)
 			g.kickLocked(ln)
 			g.mu.Unlock()
-			g.m.SlackDropped.WithLabelValues(c.method, "dropped").Inc()
-			return nil, budgetError{wait: res.Wait}
+			g.m.SlackDropped.WithLabelValues(c.Method, "dropped").Inc()
+			return nil, BudgetError{Wait: res.Wait}
 		}
 		g.kickLocked(ln)
 		g.mu.Unlock()
@@ -267,9 +272,9 @@ func (g *governor) acquire(ctx context.Context, c slackCall) (*grant, error) {
 }
 
 // waitPause waits out a known 429 pause of c's method.
-func (g *governor) waitPause(ctx context.Context, c slackCall) bool {
+func (g *Governor) waitPause(ctx context.Context, c Call) bool {
 	g.mu.Lock()
-	st := g.known[c.team+" "+c.method]
+	st := g.known[c.Team+" "+c.Method]
 	var until time.Time
 	if st != nil {
 		until = st.paused
@@ -280,44 +285,44 @@ func (g *governor) waitPause(ctx context.Context, c slackCall) bool {
 }
 
 // request is c as the shared budget sees it.
-func (g *governor) request(c slackCall, l RateLimit) session.SpendRequest {
-	r := session.SpendRequest{Team: c.team, Method: c.method}
+func (g *Governor) request(c Call, l RateLimit) session.SpendRequest {
+	r := session.SpendRequest{Team: c.Team, Method: c.Method}
 	if !l.Off {
 		r.PerMinute, r.Burst = l.PerMinute, l.burst()
-		if l.ChannelPerMinute > 0 && c.channel != "" {
-			r.Channel, r.ChannelPerMinute, r.ChannelBurst = c.channel, l.ChannelPerMinute, l.channelBurst()
+		if l.ChannelPerMinute > 0 && c.Channel != "" {
+			r.Channel, r.ChannelPerMinute, r.ChannelBurst = c.Channel, l.ChannelPerMinute, l.channelBurst()
 		}
 	}
-	if c.prio == prioLossy {
+	if c.Prio == Lossy {
 		r.Reserve = 1
 	}
 	return r
 }
 
 // spend asks the shared budget once (one Redis round trip).
-func (g *governor) spend(ctx context.Context, c slackCall, l RateLimit) (session.SpendResult, error) {
+func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.SpendResult, error) {
 	r := g.request(c, l)
-	if c.prio == prioLossy {
+	if c.Prio == Lossy {
 		// Leave a token for each live reply's final call.
 		g.mu.Lock()
-		for _, p := range livePools {
-			if p.cover == c.method {
-				r.Reserve = max(r.Reserve, g.slots[c.team+" "+p.pool])
+		for _, p := range LivePools {
+			if p.Cover == c.Method {
+				r.Reserve = max(r.Reserve, g.slots[c.Team+" "+p.Pool])
 			}
 		}
 		g.mu.Unlock()
 	}
-	if s := c.slot; s != nil {
-		cl := g.limit(s.cover)
+	if s := c.Slot; s != nil {
+		cl := g.Limit(s.Cover)
 		if !cl.Off {
 			cb := cl.burst()
 			g.mu.Lock()
-			if st := g.known[c.team+" "+s.cover]; st != nil && st.factor > 0 {
+			if st := g.known[c.Team+" "+s.Cover]; st != nil && st.factor > 0 {
 				cb = int(float64(cb) * st.factor)
 			}
 			g.mu.Unlock()
-			r.Slot = &session.SlotRequest{Pool: s.pool, ID: s.id, Cap: max(1, cb-1), TTL: g.slotTTL,
-				CoverMethod: s.cover, CoverPerMinute: cl.PerMinute, CoverBurst: cl.burst()}
+			r.Slot = &session.SlotRequest{Pool: s.Pool, ID: s.ID, Cap: max(1, cb-1), TTL: g.slotTTL,
+				CoverMethod: s.Cover, CoverPerMinute: cl.PerMinute, CoverBurst: cl.burst()}
 		}
 	}
 	if g.store == nil {
@@ -334,7 +339,7 @@ func (g *governor) spend(ctx context.Context, c slackCall, l RateLimit) (session
 		return g.spendLocal(c, l, r.Reserve), nil
 	}
 	g.mu.Lock()
-	k := c.team + " " + c.method
+	k := c.Team + " " + c.Method
 	st := g.known[k]
 	if st == nil {
 		st = &methodState{}
@@ -342,17 +347,17 @@ func (g *governor) spend(ctx context.Context, c slackCall, l RateLimit) (session
 	}
 	st.factor = res.Factor
 	if r.Slot != nil {
-		g.slots[c.team+" "+r.Slot.Pool] = res.Slots
+		g.slots[c.Team+" "+r.Slot.Pool] = res.Slots
 	}
 	g.mu.Unlock()
 	if res.OK {
-		g.m.SlackBudgetInUse.WithLabelValues(c.method).Set(res.InUse)
-		g.m.SlackBudgetFactor.WithLabelValues(c.method).Set(res.Factor)
+		g.m.SlackBudgetInUse.WithLabelValues(c.Method).Set(res.InUse)
+		g.m.SlackBudgetFactor.WithLabelValues(c.Method).Set(res.Factor)
 	}
 	return res, nil
 }
 
-func (g *governor) warn(msg string, err error) {
+func (g *Governor) warn(msg string, err error) {
 	g.mu.Lock()
 	due := time.Since(g.warned) > time.Minute
 	if due {
@@ -367,10 +372,10 @@ func (g *governor) warn(msg string, err error) {
 // throttled records a 429 for method in team: this process and, through
 // Redis, every replica pause the method until retryAfter has passed, and
 // the method's budget shrinks.
-func (g *governor) throttled(ctx context.Context, team, method, channel string, retryAfter time.Duration) {
-	team = cmp.Or(team, appScope)
+func (g *Governor) throttled(ctx context.Context, team, method, channel string, retryAfter time.Duration) {
+	team = cmp.Or(team, AppScope)
 	retryAfter = max(retryAfter, time.Second)
-	l := g.limit(method)
+	l := g.Limit(method)
 	until := time.Now().Add(retryAfter)
 	g.mu.Lock()
 	k := team + " " + method
@@ -384,7 +389,7 @@ func (g *governor) throttled(ctx context.Context, team, method, channel string, 
 	}
 	g.mu.Unlock()
 	if g.store != nil {
-		r := g.request(slackCall{team: team, method: method, channel: channel}, l)
+		r := g.request(Call{Team: team, Method: method, Channel: channel}, l)
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 		defer cancel()
 		f, pause, err := g.store.Throttled(tctx, r, retryAfter)
@@ -404,8 +409,8 @@ func (g *governor) throttled(ctx context.Context, team, method, channel string, 
 		"team", team, "method", method, "retry_after", retryAfter.String())
 }
 
-// factor is the method's AIMD factor as last seen (1 when unknown).
-func (g *governor) factor(team, method string) float64 {
+// Factor is the method's AIMD factor as last seen (1 when unknown).
+func (g *Governor) Factor(team, method string) float64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if st := g.known[team+" "+method]; st != nil && st.factor > 0 {
@@ -414,21 +419,21 @@ func (g *governor) factor(team, method string) float64 {
 	return 1
 }
 
-// liveSlots is the number of live replies in team's pool as last seen.
-func (g *governor) liveSlots(team, pool string) int {
+// LiveSlots is the number of live replies in team's pool as last seen.
+func (g *Governor) LiveSlots(team, pool string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.slots[team+" "+pool]
 }
 
-// releaseSlot gives a reply's live slot back.
-func (g *governor) releaseSlot(ctx context.Context, team string, s *liveSlot) {
+// ReleaseSlot gives a reply's live slot back.
+func (g *Governor) ReleaseSlot(ctx context.Context, team string, s *Slot) {
 	if s == nil {
 		return
 	}
 	g.mu.Lock()
-	if n := g.slots[team+" "+s.pool]; n > 0 {
-		g.slots[team+" "+s.pool] = n - 1
+	if n := g.slots[team+" "+s.Pool]; n > 0 {
+		g.slots[team+" "+s.Pool] = n - 1
 	}
 	g.mu.Unlock()
 	if g.store == nil {
@@ -436,13 +441,22 @@ func (g *governor) releaseSlot(ctx context.Context, team string, s *liveSlot) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
-	if err := g.store.ReleaseSlot(rctx, team, s.pool, s.id); err != nil {
+	if err := g.store.ReleaseSlot(rctx, team, s.Pool, s.ID); err != nil {
 		g.log.Debug("bot: releasing a live slot failed (it expires by itself)", "err", err)
 	}
 }
 
+// Ungoverned returns, by method, the calls that reached Slack without
+// asking for budget first (only slack-go's own apps.connections.open and
+// auth.test at start-up should).
+func (g *Governor) Ungoverned() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.ungoverned)
+}
+
 // noteUngoverned counts a call that did not ask for budget first.
-func (g *governor) noteUngoverned(method string) {
+func (g *Governor) noteUngoverned(method string) {
 	g.mu.Lock()
 	g.ungoverned[method]++
 	g.mu.Unlock()
@@ -453,9 +467,9 @@ type localBucket struct{ tat time.Time }
 
 // spendLocal budgets in this process: Redis is away (or absent in tests).
 // Live slots are then always free.
-func (g *governor) spendLocal(c slackCall, l RateLimit, reserve int) session.SpendResult {
+func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendResult {
 	if l.Off {
-		return session.SpendResult{OK: true, Factor: 1, HasSlot: c.slot != nil}
+		return session.SpendResult{OK: true, Factor: 1, HasSlot: c.Slot != nil}
 	}
 	now := time.Now()
 	take := func(key string, perMinute, burst int, commit bool) (time.Duration, bool) {
@@ -483,14 +497,14 @@ func (g *governor) spendLocal(c slackCall, l RateLimit, reserve int) session.Spe
 	if len(g.local) > 10000 {
 		clear(g.local)
 	}
-	ws := c.team + " " + c.method
+	ws := c.Team + " " + c.Method
 	wait, ok := take(ws, l.PerMinute, l.burst(), false)
-	if ok && l.ChannelPerMinute > 0 && c.channel != "" {
-		wait, ok = take(ws+" "+c.channel, l.ChannelPerMinute, l.channelBurst(), true)
+	if ok && l.ChannelPerMinute > 0 && c.Channel != "" {
+		wait, ok = take(ws+" "+c.Channel, l.ChannelPerMinute, l.channelBurst(), true)
 	}
 	if !ok {
 		return session.SpendResult{Wait: wait, Factor: 1}
 	}
 	take(ws, l.PerMinute, l.burst(), true)
-	return session.SpendResult{OK: true, Factor: 1, HasSlot: c.slot != nil}
+	return session.SpendResult{OK: true, Factor: 1, HasSlot: c.Slot != nil}
 }

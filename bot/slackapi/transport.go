@@ -1,8 +1,7 @@
-package bot
+package slackapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,7 +15,7 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// The one path of every Web API call: Bot.call asks the governor for
+// The one path of every Web API call: Client.Do asks the governor for
 // budget, then runs the call with the workspace's client; the transport
 // under every client records the outcome (status, 429s) and governs any
 // request that reached it without a grant.
@@ -25,54 +24,18 @@ import (
 // holds a slot, and a slot is given only when the budget of the reply's
 // final call (cover) has room for it (session.SlotRequest).
 const (
-	poolEdit   = "live"        // edit mode: the final edit is a chat.update
-	poolNative = "live-native" // native streams end with chat.stopStream
+	PoolEdit   = "live"        // edit mode: the final edit is a chat.update
+	PoolNative = "live-native" // native streams end with chat.stopStream
 )
 
-var livePools = [...]struct{ pool, cover string }{
-	{poolEdit, "chat.update"},
-	{poolNative, "chat.stopStream"},
+var LivePools = [...]struct{ Pool, Cover string }{
+	{PoolEdit, "chat.update"},
+	{PoolNative, "chat.stopStream"},
 }
 
-// call runs fn, one Web API call of c.method in c.team, within the
-// governor's budget, with the workspace's client (pickClient). A
-// must-deliver call that Slack rate-limits waits out the pause and spends
-// again; a lossy one returns the error. A call whose installation token
-// Slack refuses (expired, revoked) is retried once after a refresh.
-func (b *Bot) call(ctx context.Context, c slackCall, fn func(ctx context.Context, api *slack.Client) error) error {
-	refreshed := false
-	for {
-		api, e, token, err := b.pickClient(ctx, c.team)
-		if err != nil {
-			return err
-		}
-		g, err := b.gov.acquire(ctx, c)
-		if err != nil {
-			return err
-		}
-		err = fn(context.WithValue(ctx, grantKey{}, g), api)
-		if e != nil && !refreshed && tokenRefused(err) {
-			refreshed = true
-			b.log.Debug("bot: Slack refused the workspace's token; refreshing it once", "team", c.team, "method", c.method, "err", err)
-			if rerr := b.refreshInstall(ctx, e, token); rerr == nil {
-				continue
-			} else {
-				b.log.Warn("bot: Slack refused a workspace's token and refreshing it failed", "team", c.team, "method", c.method, "err", rerr)
-			}
-			return err
-		}
-		if !isRateLimited(err) || c.prio == prioLossy {
-			return err
-		}
-		if ctx.Err() != nil {
-			return err
-		}
-	}
-}
-
-// isRateLimited reports whether err is Slack's rate limit (429 with or
+// IsRateLimited reports whether err is Slack's rate limit (429 with or
 // without Retry-After, or a "ratelimited" error code).
-func isRateLimited(err error) bool {
+func IsRateLimited(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -83,33 +46,41 @@ func isRateLimited(err error) bool {
 		errors.As(err, &se) && se.Err == "ratelimited"
 }
 
-// isDropped reports whether err is the governor declining a lossy call.
-func isDropped(err error) bool {
-	return errors.Is(err, errDropped) || errors.Is(err, errMerged) || errors.Is(err, errNoSlot)
+// IsDropped reports whether err is the governor declining a lossy call.
+func IsDropped(err error) bool {
+	return errors.Is(err, ErrDropped) || errors.Is(err, ErrMerged) || errors.Is(err, ErrNoSlot)
 }
 
-// slackTransport is the HTTP transport of every Slack client.
-type slackTransport struct {
+// Transport is the HTTP transport of every Slack client.
+type Transport struct {
 	next http.RoundTripper
-	gov  *governor
+	gov  *Governor
 	m    *Metrics
 }
 
-func (t slackTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+// NewTransport is the transport of every Slack client: it sends through
+// next, records each call's outcome in m and governs through gov any
+// request that reached it without a grant (slack-go's own calls).
+func NewTransport(next http.RoundTripper, gov *Governor, m *Metrics) Transport {
+	return Transport{next: next, gov: gov, m: m}
+}
+
+// RoundTrip sends r and records its outcome.
+func (t Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	method := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
-	g, _ := r.Context().Value(grantKey{}).(*grant)
-	team, channel := appScope, ""
+	g, _ := r.Context().Value(grantKey{}).(*Grant)
+	team, channel := AppScope, ""
 	if g != nil {
 		team, channel = g.team, g.channel
 	}
 	if !g.take(method) {
-		// Not paid for by Bot.call: slack-go's own calls
+		// Not paid for by Client.Do: slack-go's own calls
 		// (apps.connections.open) and auth.test at start-up.
 		t.gov.noteUngoverned(method)
 		if channel == "" {
 			channel = formChannel(r)
 		}
-		if _, err := t.gov.acquire(r.Context(), slackCall{team: team, method: method, channel: channel, prio: prioMust}); err != nil {
+		if _, err := t.gov.Acquire(r.Context(), Call{Team: team, Method: method, Channel: channel, Prio: Must}); err != nil {
 			return nil, err
 		}
 	}

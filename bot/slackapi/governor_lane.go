@@ -1,4 +1,4 @@
-package bot
+package slackapi
 
 import (
 	"cmp"
@@ -20,7 +20,7 @@ type lane struct {
 }
 
 type waiter struct {
-	c    slackCall
+	c    Call
 	seq  uint64
 	turn chan struct{} // its turn to ask for budget
 	done chan error    // merged away
@@ -28,7 +28,7 @@ type waiter struct {
 
 func (ln *lane) insert(w *waiter) {
 	i, _ := slices.BinarySearchFunc(ln.waiters, w, func(a, b *waiter) int {
-		return cmp.Or(cmp.Compare(a.c.prio, b.c.prio), cmp.Compare(a.seq, b.seq))
+		return cmp.Or(cmp.Compare(a.c.Prio, b.c.Prio), cmp.Compare(a.seq, b.seq))
 	})
 	ln.waiters = slices.Insert(ln.waiters, i, w)
 }
@@ -45,23 +45,23 @@ func (ln *lane) remove(w *waiter) {
 func (ln *lane) lossy() int {
 	n := 0
 	for _, w := range ln.waiters {
-		if w.c.prio == prioLossy {
+		if w.c.Prio == Lossy {
 			n++
 		}
 	}
 	return n
 }
 
-func laneKey(c slackCall, l RateLimit) string {
-	k := c.team + " " + c.method
-	if l.ChannelPerMinute > 0 && c.channel != "" {
-		k += " " + c.channel
+func laneKey(c Call, l RateLimit) string {
+	k := c.Team + " " + c.Method
+	if l.ChannelPerMinute > 0 && c.Channel != "" {
+		k += " " + c.Channel
 	}
 	return k
 }
 
 // leave takes w out of its lane (context ended, deadline passed).
-func (g *governor) leave(ln *lane, w *waiter) {
+func (g *Governor) leave(ln *lane, w *waiter) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ln.remove(w)
@@ -71,13 +71,13 @@ func (g *governor) leave(ln *lane, w *waiter) {
 
 // kickLocked gives the lane's best waiter its turn when its budget may be
 // due, or sets the lane's timer for then.
-func (g *governor) kickLocked(ln *lane) {
+func (g *Governor) kickLocked(ln *lane) {
 	if ln.holder != nil || len(ln.waiters) == 0 {
 		return
 	}
 	w := ln.waiters[0]
-	at := ln.next[w.c.prio]
-	if st := g.known[w.c.team+" "+w.c.method]; st != nil && st.paused.After(at) {
+	at := ln.next[w.c.Prio]
+	if st := g.known[w.c.Team+" "+w.c.Method]; st != nil && st.paused.After(at) {
 		at = st.paused
 	}
 	if d := time.Until(at); d > 0 {
@@ -96,7 +96,7 @@ func (g *governor) kickLocked(ln *lane) {
 	w.turn <- struct{}{}
 }
 
-func (g *governor) laneLocked(key string) *lane {
+func (g *Governor) laneLocked(key string) *lane {
 	ln := g.lanes[key]
 	if ln == nil {
 		if len(g.lanes) >= maxLanes {
@@ -114,7 +114,7 @@ const maxLanes = 4096
 
 // sweepLocked forgets every idle lane (their refusal times only spare a
 // round trip).
-func (g *governor) sweepLocked() {
+func (g *Governor) sweepLocked() {
 	for k, ln := range g.lanes {
 		if ln.holder == nil && len(ln.waiters) == 0 {
 			if ln.timer != nil {
@@ -126,9 +126,9 @@ func (g *governor) sweepLocked() {
 }
 
 // gcLocked forgets an idle lane whose refusals are over.
-func (g *governor) gcLocked(ln *lane) {
+func (g *Governor) gcLocked(ln *lane) {
 	now := time.Now()
-	if ln.holder != nil || len(ln.waiters) > 0 || now.Before(ln.next[prioMust]) || now.Before(ln.next[prioLossy]) {
+	if ln.holder != nil || len(ln.waiters) > 0 || now.Before(ln.next[Must]) || now.Before(ln.next[Lossy]) {
 		return
 	}
 	if ln.timer != nil {

@@ -1,0 +1,37 @@
+package slackapi
+
+// The Web API methods the bot calls, named once: call sites use these, and
+// scopes.go gives each its slack-go methods and bot scopes (a test checks
+// that every constant has a row there).
+const (
+	AppsConnectionsOpen                 = "apps.connections.open"
+	AssistantThreadsSetStatus           = "assistant.threads.setStatus"
+	AssistantThreadsSetSuggestedPrompts = "assistant.threads.setSuggestedPrompts"
+	AssistantThreadsSetTitle            = "assistant.threads.setTitle"
+	AuthTest                            = "auth.test"
+	ChatAppendStream                    = "chat.appendStream"
+	ChatDelete                          = "chat.delete"
+	ChatPostEphemeral                   = "chat.postEphemeral"
+	ChatPostMessage                     = "chat.postMessage"
+	ChatStartStream                     = "chat.startStream"
+	ChatStopStream                      = "chat.stopStream"
+	ChatUpdate                          = "chat.update"
+	ConversationsInfo                   = "conversations.info"
+	ConversationsReplies                = "conversations.replies"
+	FilesInfo                           = "files.info"
+	OAuthV2Access                       = "oauth.v2.access" // not a bot-token call: no row in webMethods
+	ReactionsAdd                        = "reactions.add"
+	TeamInfo                            = "team.info"
+	UsergroupsUsersList                 = "usergroups.users.list"
+	UsersInfo                           = "users.info"
+	ViewsOpen                           = "views.open"
+	ViewsPublish                        = "views.publish"
+)
+
+// methods lists the constants above, for the table test.
+var methods = []string{
+	AppsConnectionsOpen, AssistantThreadsSetStatus, AssistantThreadsSetSuggestedPrompts, AssistantThreadsSetTitle,
+	AuthTest, ChatAppendStream, ChatDelete, ChatPostEphemeral, ChatPostMessage, ChatStartStream, ChatStopStream,
+	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, ReactionsAdd, TeamInfo,
+	UsergroupsUsersList, UsersInfo, ViewsOpen, ViewsPublish,
+}
