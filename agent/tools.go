@@ -89,7 +89,9 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	}
 	r.observe(Event{Kind: EventApprovalNeeded, Call: p.call, Hints: h})
 	actx, cancel := context.WithTimeout(ctx, r.a.opts.ApprovalTimeout)
+	actx, span := r.startApproval(actx, p)
 	dec, err := r.t.Approver.Approve(actx, ApprovalRequest{Call: p.call, Spec: p.spec, Hints: h})
+	endApproval(span, dec, err)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	if ctx.Err() != nil {
@@ -184,6 +186,8 @@ type callOutcome struct {
 // call runs one allowed call with its timeout, recovering a panic.
 func (r *run) call(ctx context.Context, p *plan) {
 	r.observe(Event{Kind: EventToolStarted, Call: p.call, Hints: p.hints, Decision: p.dec, Text: p.reason})
+	ctx, span := r.startTool(ctx, p)
+	defer func() { r.endTool(span, p.res) }()
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.a.opts.ToolTimeout)
 	defer cancel()

@@ -322,6 +322,7 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 			s.WriteString(describePolicy(*x.Policy, true))
 		}
 	}
+	s.WriteString(b.profileHereLine(ctx, team, channel)) // profile_cmd.go
 	return s.String()
 }
 

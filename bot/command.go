@@ -156,6 +156,7 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`: who may use a registered server's tools, and where; `clear` lifts it _(admins)_\n" +
 	policyHelp +
 	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
+	profileHelp +
 	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread. " +
 	"My App Home tab shows this workspace's MCP servers and your connections."
 
@@ -428,6 +429,9 @@ func ephemeralAck(text string) any {
 
 // runSlash handles /bobbin and returns the ack payload.
 func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
+	if ack, ok := b.operatorSlash(ctx, sc); ok { // profile_cmd.go
+		return ack
+	}
 	cmd, err := parseCommand(sc.Text)
 	var ue usageError
 	if errors.As(err, &ue) {

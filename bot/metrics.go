@@ -38,6 +38,8 @@ type Metrics struct {
 	// Installations (install.go): installed, uninstalled, token_refreshed,
 	// token_refresh_failed, install_failed.
 	InstallEvents *prometheus.CounterVec
+	// Model usage and budgets (usage_metrics.go).
+	Usage *UsageMetrics
 
 	// api holds the Web API call instruments above for slackapi.
 	api *slackapi.Metrics
@@ -116,5 +118,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
 			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents)
 	}
+	m.Usage = newUsageMetrics(reg)
 	return m
 }

@@ -59,7 +59,21 @@ var webMethods = []WebMethod{
 	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
 	// Members of user groups that scope MCP servers (access.go).
 	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
+	// slack_search (bot/search.go): its scope, search:read.public, is
+	// optional (optionalBotScopes, manifest bot_optional): without it the
+	// tool is not offered.
+	{"assistant.search.context", []string{"SearchAssistantContext", "SearchAssistantContextContext"}, nil},
 }
+
+// optionalBotScopes are bot scopes the bot uses when the workspace grants
+// them (manifest.yaml bot_optional), with what needs them; installs
+// without them work, and RequiredScopes leaves them out.
+var optionalBotScopes = map[string]string{
+	"search:read.public": "assistant.search.context (slack_search)",
+}
+
+// OptionalBotScopes returns a copy of optionalBotScopes.
+func OptionalBotScopes() map[string]string { return maps.Clone(optionalBotScopes) }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with
 // the bot scope each needs. manifest.yaml subscribes to exactly these.
