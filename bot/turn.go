@@ -284,7 +284,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
 		System:      tp.system(notReadySystem(meta.System, notReady)),
 		History:     history,
-		Tools:       b.auditTools(k, who.User, tools),
+		Tools:       b.withPrivate(k, who.User, b.auditTools(k, who.User, tools)), // private.go
 		Grants:      meta.Grants,
 		GrantValid:  b.grantCheck(k),
 		Approver:    b.approverFor(k, who.User),

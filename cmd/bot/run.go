@@ -91,6 +91,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Store:                registrations{store},
 		Pins:                 store,
 		Versions:             store,
+		Policies:             policyStore{store},
 		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
 		Getenv:               getenv,
 		Logger:               log,
