@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/bobbinbot/bobbin/provider"
 )
 
@@ -63,6 +65,14 @@ type Options struct {
 	// Logger receives warnings; nil discards. Tool arguments and outputs are
 	// never logged.
 	Logger *slog.Logger
+	// Tracer opens the spans of model and tool calls (trace.go); nil
+	// means none. ProviderName is gen_ai.provider.name on them
+	// ("openai", "anthropic"). CaptureContent puts prompts, answers and
+	// tool arguments and results on spans
+	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT); off by default.
+	Tracer         trace.Tracer
+	ProviderName   string
+	CaptureContent bool
 }
 
 // Defaults applied by New.
@@ -170,6 +180,18 @@ type Turn struct {
 	// Anchor is the last usage anchor the caller persisted; the zero value
 	// means none.
 	Anchor Anchor
+
+	// Model, when set, replaces Options.Model for this turn (a channel's
+	// profile); MaxTokens caps responses (never above Options.MaxTokens
+	// when that is set); Provider, when set, serves this turn's calls.
+	Model     string
+	MaxTokens int
+	Provider  provider.Provider
+	// ProviderName names Provider on spans (default Options.ProviderName).
+	ProviderName string
+	// Budget is checked before every model call and told its usage; nil
+	// means no budget.
+	Budget Budget
 }
 
 // Checkpoint is one completed step, handed to Turn.Checkpoint.
@@ -210,6 +232,9 @@ const (
 	Stopped
 	// Failed: a provider or checkpoint error ended the turn; Run returns it.
 	Failed
+	// OverBudget: Turn.Budget refused the next model call; Notice says
+	// which limit and when it resets.
+	OverBudget
 )
 
 func (o Outcome) String() string {
@@ -228,6 +253,8 @@ func (o Outcome) String() string {
 		return "stopped"
 	case Failed:
 		return "failed"
+	case OverBudget:
+		return "over_budget"
 	}
 	return "unknown"
 }

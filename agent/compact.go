@@ -95,18 +95,21 @@ func (r *run) compact(ctx context.Context) error {
 // without showing it.
 func (r *run) summarize(ctx context.Context, msgs []provider.Message) (string, error) {
 	req := provider.Request{
-		Model: r.a.opts.Model,
+		Model: r.model(),
 		Messages: []provider.Message{
 			{Role: provider.RoleSystem, Content: summaryPrompt},
 			{Role: provider.RoleUser, Content: renderTranscript(msgs, r.a.opts.ContextWindow/summaryInputShare*summaryBytesPerTok) +
 				"\n\nWrite the notes for the conversation above."},
 		},
-		MaxTokens: r.a.opts.MaxTokens,
+		MaxTokens: r.maxTokens(),
 	}
 	var text strings.Builder
 	var final string
 	var done bool
-	for ev, err := range r.a.p.Stream(ctx, req) {
+	ctx, span := r.startChat(ctx, req)
+	s := &streamed{}
+	defer func() { r.endChat(span, s, nil) }()
+	for ev, err := range r.provider().Stream(ctx, req) {
 		if err != nil {
 			return "", err
 		}
@@ -116,6 +119,8 @@ func (r *run) summarize(ctx context.Context, msgs []provider.Message) (string, e
 		case provider.EventDone:
 			done = true
 			r.res.Usage.Add(ev.Usage)
+			r.spent(ctx, ev.Usage)
+			s.usage, s.stop = ev.Usage, ev.StopReason
 			if ev.Message != nil {
 				final = ev.Message.Content
 			}

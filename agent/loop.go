@@ -80,7 +80,7 @@ func newRun(a *Agent, t Turn) *run {
 		r.grants[g] = true
 	}
 	r.history = slices.Clone(t.History)
-	r.budget = newBudget(a.counter, a.opts.Model, t.Calibration, t.Anchor, t.System, r.toolList, r.history)
+	r.budget = newBudget(a.counter, cmp.Or(t.Model, a.opts.Model), t.Calibration, t.Anchor, t.System, r.toolList, r.history)
 	return r
 }
 
@@ -116,6 +116,9 @@ func (r *run) loop(ctx context.Context) error {
 	for {
 		if r.res.Steps >= r.a.opts.StepLimit {
 			r.notice(StepLimit, fmt.Sprintf("I stopped after %d model calls in this turn (the step limit). Ask me to continue if there is more to do.", r.res.Steps))
+			return nil
+		}
+		if r.allow(ctx) {
 			return nil
 		}
 		if r.overBudget() {
@@ -169,6 +172,7 @@ func (r *run) loop(ctx context.Context) error {
 			return fmt.Errorf("agent: model call: %w", err)
 		}
 
+		r.spent(ctx, s.usage)
 		msg := s.msg
 		reqLen := len(r.history)
 		r.res.Usage.Add(s.usage)
@@ -346,17 +350,26 @@ func (r *run) request(ctx context.Context, history []provider.Message) provider.
 	}
 	msgs = append(msgs, history...)
 	msgs = r.withMedia(ctx, msgs)
-	return provider.Request{Model: r.a.opts.Model, Messages: msgs, Tools: r.toolList, MaxTokens: r.a.opts.MaxTokens}
+	return provider.Request{Model: r.model(), Messages: msgs, Tools: r.toolList, MaxTokens: r.maxTokens()}
 }
 
-// step makes one model call and streams it to the observer.
+// step makes one model call and streams it to the observer, in its span.
 func (r *run) step(ctx context.Context) (*streamed, error) {
 	r.res.Steps++
 	r.observe(Event{Kind: EventStep, Step: r.res.Steps})
+	req := r.request(ctx, r.history)
+	sctx, span := r.startChat(ctx, req)
+	s, err := r.stream(sctx, req)
+	r.endChat(span, s, err)
+	return s, err
+}
+
+// stream reads one model response.
+func (r *run) stream(ctx context.Context, req provider.Request) (*streamed, error) {
 	s := &streamed{}
 	var calls []provider.ToolCall
 	var done, thinking bool
-	for ev, err := range r.a.p.Stream(ctx, r.request(ctx, r.history)) {
+	for ev, err := range r.provider().Stream(ctx, req) {
 		if err != nil {
 			return s, err
 		}

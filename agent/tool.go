@@ -51,6 +51,18 @@ type Hints struct {
 	// Disabled is true when the tool's definition changed and waits for an
 	// admin's re-approval; a disabled tool is never called.
 	Disabled bool
+	// Policy is the tool policy's mode where the turn runs ("auto", "ask",
+	// "admin"; "" when no policy applies, and the rules above decide).
+	// With a policy, Allowed says whether the call runs without asking,
+	// and ReadOnly with Trusted no longer does.
+	Policy string
+	// OnceOnly: every call is asked for, no thread-wide permission is
+	// offered and earlier ones do not apply (a destructive tool).
+	OnceOnly bool
+	// AdminOnly: only a workspace admin's approval counts.
+	AdminOnly bool
+	// Private: in a channel, the result goes to the asker only.
+	Private bool
 }
 
 // HintedTool is a Tool that also describes itself for the permission policy.

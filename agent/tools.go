@@ -70,13 +70,16 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	case h.Denied:
 		p.fail("denied by configuration", fmt.Sprintf("Error: tool %q is not allowed by this workspace's configuration. Continue without it.", name))
 		return true
+	case h.Allowed && h.Policy != "":
+		p.run, p.dec, p.reason = true, AllowOnce, "allowed by the tool policy"
+		return true
 	case h.Allowed:
 		p.run, p.dec, p.reason = true, AllowOnce, "allowed by configuration"
 		return true
-	case h.ReadOnly && h.Trusted:
+	case h.ReadOnly && h.Trusted && h.Policy == "":
 		p.run, p.dec, p.reason = true, AllowOnce, "read-only tool of a trusted server"
 		return true
-	case r.grants[name] && r.grantValid(ctx, name):
+	case r.grants[name] && !h.OnceOnly && r.grantValid(ctx, name):
 		p.run, p.dec, p.reason = true, AllowForSession, "allowed for this thread"
 		return true
 	}
@@ -86,7 +89,9 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	}
 	r.observe(Event{Kind: EventApprovalNeeded, Call: p.call, Hints: h})
 	actx, cancel := context.WithTimeout(ctx, r.a.opts.ApprovalTimeout)
+	actx, span := r.startApproval(actx, p)
 	dec, err := r.t.Approver.Approve(actx, ApprovalRequest{Call: p.call, Spec: p.spec, Hints: h})
+	endApproval(span, dec, err)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	if ctx.Err() != nil {
@@ -98,6 +103,8 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	case err != nil:
 		r.a.log.Warn("agent: approval failed; denying", "tool", name, "err", err)
 		p.fail("approval failed", fmt.Sprintf("The tool call %q could not be approved (%v), so it did not run. Continue without it.", name, err))
+	case dec == AllowForSession && h.OnceOnly:
+		p.run, p.dec, p.reason = true, AllowOnce, "approved once"
 	case dec == AllowForSession:
 		r.grants[name] = true
 		p.run, p.dec, p.reason = true, AllowForSession, "approved for this thread"
@@ -179,6 +186,8 @@ type callOutcome struct {
 // call runs one allowed call with its timeout, recovering a panic.
 func (r *run) call(ctx context.Context, p *plan) {
 	r.observe(Event{Kind: EventToolStarted, Call: p.call, Hints: p.hints, Decision: p.dec, Text: p.reason})
+	ctx, span := r.startTool(ctx, p)
+	defer func() { r.endTool(span, p.res) }()
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.a.opts.ToolTimeout)
 	defer cancel()

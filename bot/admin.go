@@ -274,6 +274,7 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 	if len(st) == 0 {
 		return "No MCP servers are set up in this workspace. An admin can add one with `/bobbin mcp add`."
 	}
+	b.fillPolicies(ctx, team, st) // policy.go
 	var s strings.Builder
 	s.WriteString("*MCP servers in this workspace*\n")
 	for _, x := range st {
@@ -317,7 +318,11 @@ func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
 			s.WriteString(" — " + v)
 		}
 		s.WriteByte('\n')
+		if x.Policy != nil {
+			s.WriteString(describePolicy(*x.Policy, true))
+		}
 	}
+	s.WriteString(b.profileHereLine(ctx, team, channel)) // profile_cmd.go
 	return s.String()
 }
 

@@ -100,6 +100,9 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 	cs := b.control()
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
 	p := newPrompt(req, a.requester)
+	if req.Hints.Private && !inDM(k.Channel) {
+		p.args, p.truncated, p.hidden = "", false, true // onlookers see no arguments (private.go)
+	}
 
 	ap, found := a.resume(ctx, req.Call.ID)
 	if !found {
@@ -127,6 +130,7 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 			ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: a.requester,
 			Server: req.Hints.Server, Tool: req.Call.Name, ArgsDigest: argsDigest(json.RawMessage(req.Call.Arguments)),
 			CallID: req.Call.ID, Expires: expires, MessageTS: ts,
+			AdminOnly: req.Hints.AdminOnly, OnceOnly: req.Hints.OnceOnly,
 		})
 		if err != nil {
 			log.Error("bot: storing the approval failed; denying", "err", err)
@@ -160,6 +164,11 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		return agent.Deny, errApprovalExpired
 	}
 	a.settle(ctx, got, p)
+	if got.State == session.ApprovalWithdrawn && got.DecidedBy != "" {
+		// Withdrawn by a Stop on another replica: stop the turn now, not
+		// at the next stop poll (as for questions, elicit.go).
+		a.b.cancels.cancel(a.k, stopCause{user: got.DecidedBy})
+	}
 	return agent.Deny, errApprovalWithdrawn
 }
 
@@ -263,6 +272,10 @@ type prompt struct {
 	risk      string
 	args      string // escaped, truncated pretty JSON
 	truncated bool
+	// adminOnly and onceOnly come from the tool policy (policy_approval.go).
+	adminOnly, onceOnly bool
+	// hidden: the tool's results are private, so are its arguments.
+	hidden bool
 }
 
 func newPrompt(req agent.ApprovalRequest, requester string) prompt {
@@ -272,7 +285,8 @@ func newPrompt(req agent.ApprovalRequest, requester string) prompt {
 		title = h.Server + "/" + h.Tool
 	}
 	args, truncated := shortArgs(json.RawMessage(req.Call.Arguments))
-	return prompt{title: title, requester: requester, risk: riskLine(h), args: args, truncated: truncated}
+	return prompt{title: title, requester: requester, risk: riskLine(h), args: args, truncated: truncated,
+		adminOnly: h.AdminOnly, onceOnly: h.OnceOnly}
 }
 
 // riskLine summarizes a tool's hints for the person deciding.
@@ -308,6 +322,9 @@ func (p prompt) baseBlocks() []slack.Block {
 	if a := strings.TrimSpace(p.args); a == "{}" || a == "" || a == "null" {
 		args = "_No arguments._"
 	}
+	if p.hidden {
+		args = "_Arguments hidden: this tool's results are private to the person who asked._"
+	}
 	return []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockApprovalHead)),
 		slack.NewContextBlock(blockApprovalRisk, slack.NewTextBlockObject(slack.MarkdownType, mrkdwn.EscapeText(p.risk), false, false)),
@@ -321,12 +338,18 @@ func (p prompt) pendingBlocks(id string, expires time.Time) []slack.Block {
 	thread := slack.NewButtonBlockElement(actionAllowThread, id, slack.NewTextBlockObject(slack.PlainTextType, labelAllowThread, false, false))
 	deny := slack.NewButtonBlockElement(actionDeny, id, slack.NewTextBlockObject(slack.PlainTextType, labelDeny, false, false)).WithStyle(slack.StyleDanger)
 	elems := []slack.BlockElement{once, thread, deny}
+	if p.onceOnly {
+		elems = []slack.BlockElement{once, deny}
+	}
 	if p.truncated {
 		elems = append(elems, slack.NewButtonBlockElement(actionViewArgs, id, slack.NewTextBlockObject(slack.PlainTextType, labelViewArgs, false, false)))
 	}
 	who := "The person who asked or a workspace admin can decide."
 	if p.requester != "" {
 		who = fmt.Sprintf("<@%s> or a workspace admin can decide.", p.requester)
+	}
+	if p.adminOnly {
+		who = policyAdminWho
 	}
 	status := fmt.Sprintf("%s Without an answer by %s it is denied.", who, mrkdwn.Date(expires))
 	return append(p.baseBlocks(),
@@ -496,6 +519,9 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 		})
 		return
 	}
+	if !b.policyMayDecide(ctx, cb, ap, act.ActionID) {
+		return
+	}
 	base := cb.Message.Blocks.BlockSet
 	ts := cmpOr(ap.MessageTS, cb.Container.MessageTs)
 	fallback := "Approval for " + mrkdwn.EscapeText(ap.Tool)
@@ -531,6 +557,9 @@ func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, 
 		state = session.ApprovalAllowOnce
 	case actionAllowThread:
 		state = session.ApprovalAllowSession
+		if ap.OnceOnly {
+			state = session.ApprovalAllowOnce // no thread-wide permission for this tool
+		}
 	default:
 		state = session.ApprovalDeny
 	}
@@ -745,6 +774,10 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 		for _, a := range clicks {
 			b.approvalAction(ctx, cb, a)
 		}
+		private := privateClicks(cb) // private.go
+		for _, a := range private {
+			b.privateAction(ctx, cb, a)
+		}
 		questions, home := questionClicks(cb), homeClicks(cb) // elicit.go, home.go
 		for _, a := range questions {
 			b.questionAction(ctx, cb, a)
@@ -752,7 +785,7 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 		for _, a := range home {
 			b.homeAction(ctx, cb, a)
 		}
-		return nil, len(clicks)+len(questions)+len(home) > 0
+		return nil, len(clicks)+len(private)+len(questions)+len(home) > 0
 	case slack.InteractionTypeViewSubmission:
 		switch cb.View.CallbackID {
 		case callbackMCPAdd:

@@ -63,7 +63,7 @@ func (b *Bot) paneNote(ctx context.Context, k session.ThreadKey, meta *session.M
 	if !ok || !strings.HasPrefix(k.Channel, "D") {
 		return ""
 	}
-	pc, err := ps.PaneContext(ctx, k)
+	pc, err := paneFor(ctx, ps, k) // agentview.go
 	if err != nil {
 		if !errors.Is(err, session.ErrNotFound) {
 			b.log.Warn("bot: cannot read the assistant pane's context", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)

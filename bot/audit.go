@@ -164,7 +164,11 @@ func (t auditedTool) audited(ctx context.Context, input json.RawMessage, start t
 		"duration_ms": strconv.FormatInt(time.Since(start).Milliseconds(), 10),
 	}
 	if ht, ok := t.Tool.(agent.HintedTool); ok {
-		f["server"] = ht.Hints().Server
+		h := ht.Hints()
+		f["server"] = h.Server
+		if h.Policy != "" {
+			f["policy"] = h.Policy // "auto": it ran without a prompt
+		}
 	}
 	t.b.audit(ctx, t.k.Team, f)
 }
@@ -191,7 +195,7 @@ func formatAudit(entries []session.AuditEntry) string {
 		s.WriteString("• ")
 		s.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05Z"))
 		s.WriteString(" `" + mrkdwn.EscapeText(f["event"]) + "`")
-		for _, k := range []string{"user", "by", "server", "tool", "outcome", "decision", "duration_ms", "channel", "thread", "url", "args_digest"} {
+		for _, k := range []string{"user", "by", "server", "tool", "outcome", "policy", "decision", "duration_ms", "channel", "thread", "url", "args_digest"} {
 			v := f[k]
 			if v == "" {
 				continue

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
@@ -158,9 +159,18 @@ type Options struct {
 	// imported thread messages may take.
 	ContextWindow      int
 	ThreadContextShare float64
+	// ThreadCache keeps the messages the bot receives per thread, so
+	// imports read Redis before Slack (threadcache.go); nil (no
+	// SECRET_KEY) reads Slack only.
+	ThreadCache ThreadCache
 	// Tokens counts tokens for that share (an *agent.Counter); nil
 	// estimates four bytes a token.
 	Tokens TokenCounter
+
+	// Profiles are the operator's agent profiles and budgets (profile.go).
+	Profiles ProfileOptions
+	// Tracer opens each turn's invoke_agent span; nil means none.
+	Tracer trace.Tracer
 }
 
 // TokenCounter counts the tokens of a text (*agent.Counter).
@@ -196,6 +206,8 @@ type Bot struct {
 
 	sockets  atomic.Int32
 	draining atomic.Bool
+	cacheOff atomic.Bool   // the thread cache failed for want of SECRET_KEY
+	search   searchAvail   // which workspaces have Slack search (search.go)
 	cool     cooldown      // socket back-off after too_many_websockets
 	authed   atomic.Bool   // Authenticate succeeded
 	health   socketHealth  // why no socket is open (startup.go)
@@ -219,6 +231,8 @@ type Bot struct {
 
 	// files downloads shared files (download.go).
 	files *fileFetcher
+	// agents: workspaces refusing agent sessions (agentsession.go).
+	agents agentSessions
 }
 
 // New checks opts and builds a Bot. It does not contact Slack.

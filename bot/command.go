@@ -68,6 +68,9 @@ type ServerStatus struct {
 	// StatusAt) whether they are offered to the person asking, there.
 	Scope ServerScope
 	Here  *ScopeVerdict
+	// Policy is the server's tool policy (filled by the bot when the
+	// manager is a PolicyAdmin; policy.go).
+	Policy *ServerPolicy
 }
 
 // ToolInfo is one tool of a server.
@@ -108,6 +111,8 @@ type command struct {
 	// Scope and ClearScope are mcp scope's (scope_cmd.go).
 	Scope      ServerScope
 	ClearScope bool
+	// Policy is mcp policy's (policy.go).
+	Policy *policyCmd
 }
 
 // header is a secret HTTP header for a registered server.
@@ -149,7 +154,9 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp remove <name>`: unregister a server _(admins)_\n" +
 	"• `/bobbin mcp approve <name>`: re-enable tools whose definition changed _(admins)_\n" +
 	"• `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`: who may use a registered server's tools, and where; `clear` lifts it _(admins)_\n" +
+	policyHelp +
 	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
+	profileHelp +
 	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread. " +
 	"My App Home tab shows this workspace's MCP servers and your connections."
 
@@ -207,6 +214,8 @@ func parseCommand(text string) (command, error) {
 		return named(opDiscon)
 	case "add":
 		return parseAdd(args)
+	case "policy":
+		return parsePolicy(args)
 	case "scope":
 		if len(args) < 2 {
 			return command{}, usageError("Usage: `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`, or `/bobbin mcp scope <name> clear`.")
@@ -420,6 +429,9 @@ func ephemeralAck(text string) any {
 
 // runSlash handles /bobbin and returns the ack payload.
 func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
+	if ack, ok := b.operatorSlash(ctx, sc); ok { // profile_cmd.go
+		return ack
+	}
 	cmd, err := parseCommand(sc.Text)
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -477,6 +489,8 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 		return b.later(ctx, to, "", func(ctx context.Context) string {
 			return b.mcpScope(ctx, team, user, cmd.Name, cmd.Scope, cmd.ClearScope)
 		})
+	case opPolicy:
+		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpPolicy(ctx, team, user, cmd.Name, *cmd.Policy) })
 	case opAddModal:
 		return b.openAddModal(ctx, sc, to)
 	case opAdd:

@@ -68,6 +68,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	case b.opts.MCP != nil:
 		st = b.opts.MCP.Status(ctx, team)
 	}
+	b.fillPolicies(ctx, team, st) // policy.go
 	r, _ := b.roleOf(ctx, team, user, "")
 	var needs, mine []homeEntry
 	for _, x := range st {
@@ -179,6 +180,11 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
 		}
 		if x.Here != nil && !x.Here.OK {
 			line += " · not for you"
+		}
+		if x.Policy != nil {
+			if p := policyToolsLine(*x.Policy); p != "" {
+				line += "\n    " + mrkdwn.Clip(p, 600)
+			}
 		}
 		lines = append(lines, line)
 	}

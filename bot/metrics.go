@@ -38,6 +38,10 @@ type Metrics struct {
 	// Installations (install.go): installed, uninstalled, token_refreshed,
 	// token_refresh_failed, install_failed.
 	InstallEvents *prometheus.CounterVec
+	// Model usage and budgets (usage_metrics.go).
+	Usage *UsageMetrics
+	// Feedback counts 👍/👎 clicks on answers (feedback.go).
+	Feedback *prometheus.CounterVec
 
 	// api holds the Web API call instruments above for slackapi.
 	api *slackapi.Metrics
@@ -106,6 +110,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ContextReplies: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bobbin_thread_context_replies_total", Help: "Thread replies recorded as context without a turn (THREAD_FOLLOWUPS=mention).",
 		}),
+		Feedback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_feedback_total", Help: "Feedback clicks on answers, by value (positive or negative).",
+		}, []string{"value"}),
 		InstallEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_slack_install_events_total", Help: "Slack installation events, by event (installed, install_failed, uninstalled, token_refreshed, token_refresh_failed).",
 		}, []string{"event"}),
@@ -114,7 +121,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
 			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited,
 			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
-			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents)
+			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents, m.Feedback)
 	}
+	m.Usage = newUsageMetrics(reg)
 	return m
 }

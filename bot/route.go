@@ -44,6 +44,8 @@ type innerEvent struct {
 	UserTeam string `json:"user_team"`
 
 	EventTS string `json:"event_ts"`
+	// ActionToken lets slack_search search as the event's author (search.go).
+	ActionToken string `json:"action_token"`
 	// Files is decoded on its own (decodeFiles): a file of an odd shape
 	// must not lose the message.
 	Files json.RawMessage `json:"files"`
@@ -103,6 +105,8 @@ type inbound struct {
 	Files []sharedFile `json:"files,omitempty"`
 	// Shortcut is the message an Ask Bobbin shortcut was used on.
 	Shortcut *shortcutTarget `json:"shortcut,omitempty"`
+	// ActionToken is the event's action_token (short-lived; slack_search).
+	ActionToken string `json:"action_token,omitempty"`
 }
 
 func (m inbound) key() session.ThreadKey {
@@ -136,7 +140,7 @@ func (b *Bot) decodeCallback(cb eventCallback) (m inbound, needsSession, ok bool
 		team = ev.Team
 	}
 	self := b.self(team)
-	m = inbound{Team: team, Channel: ev.Channel, TS: ev.TS, User: ev.User, UserTeam: ev.UserTeam, EventID: cb.EventID, ThreadTS: ev.ThreadTS}
+	m = inbound{Team: team, Channel: ev.Channel, TS: ev.TS, User: ev.User, UserTeam: ev.UserTeam, EventID: cb.EventID, ThreadTS: ev.ThreadTS, ActionToken: ev.ActionToken}
 	if m.ThreadTS == "" {
 		m.ThreadTS = ev.TS
 	}
@@ -178,12 +182,15 @@ func (b *Bot) decodeCallback(cb eventCallback) (m inbound, needsSession, ok bool
 		switch {
 		case ev.ChannelType == "im" || strings.HasPrefix(ev.Channel, "D"):
 			m.Kind = kindDM
-		case ev.ThreadTS == "":
-			// A top-level channel message reaches the bot only as app_mention.
-			return m, false, false, nil
 		case self.userID != "" && strings.Contains(ev.Text, "<@"+self.userID+">"):
 			// The same message arrives as app_mention, which handles it.
 			return m, false, false, nil
+		case ev.ThreadTS == "" && b.opts.Profiles.Config == nil:
+			// A top-level channel message reaches the bot only as app_mention.
+			return m, false, false, nil
+		case ev.ThreadTS == "":
+			// Unless a profile answers every message (respond.go).
+			m.Kind = kindChannel
 		default:
 			m.Kind = kindReply
 			needsSession = true
@@ -264,11 +271,20 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 			}
 		}
 	}
+	if job := b.threadCacheJob(cb, cmpOr(cb.TeamID, innerTeam(cb.Event))); job != nil {
+		defer func() { after = thenAfter(ack, after, job) }() // threadcache.go
+	}
+	if handled, ack, after := b.admitAgentEvent(ctx, cb); handled {
+		return ack, after // agentview.go
+	}
 	m, needsSession, ok, err := b.decodeCallback(cb)
 	if err != nil {
 		// It will not decode on redelivery either: ack and log.
 		b.log.Warn("bot: malformed event payload", "err", err, "bytes", len(raw))
 		return true, after
+	}
+	if ok {
+		m, needsSession, ok = b.respondMode(ctx, m, needsSession) // respond.go
 	}
 	if !ok {
 		return true, after

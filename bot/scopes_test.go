@@ -147,8 +147,13 @@ func slackCallsIn(dir, path string, exports map[string]string, calls map[string]
 
 // manifest is the part of manifest.yaml the scope checks read.
 type manifest struct {
-	Features map[string]any                          `yaml:"features"`
-	OAuth    struct{ Scopes struct{ Bot []string } } `yaml:"oauth_config"`
+	Features map[string]any `yaml:"features"`
+	OAuth    struct {
+		Scopes struct {
+			Bot         []string
+			BotOptional []string `yaml:"bot_optional"`
+		}
+	} `yaml:"oauth_config"`
 	Settings struct {
 		EventSubscriptions struct {
 			BotEvents []string `yaml:"bot_events"`
@@ -215,6 +220,10 @@ func TestManifestScopesFollowTheCode(t *testing.T) {
 		if !slices.Contains(want, s) {
 			t.Errorf("manifest.yaml asks for bot scope %s, which nothing the bot calls, handles or uses needs", s)
 		}
+	}
+	// Optional scopes: exactly those of optionalBotScopes, never required.
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(slackapi.OptionalBotScopes())), slices.Sorted(slices.Values(m.OAuth.Scopes.BotOptional))); diff != "" {
+		t.Errorf("manifest.yaml bot_optional differs from optionalBotScopes (-code +manifest):\n%s", diff)
 	}
 }
 

@@ -206,8 +206,11 @@ func (b *Bot) interactive(ctx, turnCtx context.Context, raw json.RawMessage) any
 			if a == nil {
 				continue
 			}
-			if a.ActionID == actionStop {
+			switch a.ActionID {
+			case actionStop:
 				b.stopClicked(ctx, cb, a.Value)
+			case actionFeedback:
+				b.feedbackClicked(ctx, cb, a) // feedback.go
 			}
 		}
 	}

@@ -53,6 +53,7 @@ type streamer struct {
 	// in a message of its own, not edited into the one above.
 	breaks    []int
 	tasks     []slack.StreamChunk // tool progress for a native stream, not yet sent
+	taskIDs   map[string]bool     // tool calls with a task card (taskcards.go)
 	firstText time.Time
 	wake      chan struct{}
 	stop      chan struct{}
@@ -79,6 +80,11 @@ type streamer struct {
 	onPost   func(ctx context.Context, ts string)
 	lost     bool
 	reported bool
+	// as is the thread's agent session (agentsession.go).
+	as sessionState
+	// finalPiece is the last piece of the final answer: it carries the
+	// feedback buttons (feedback.go).
+	finalPiece string
 }
 
 // postedMsg is one message of the reply.
@@ -104,6 +110,7 @@ func newStreamer(b *Bot, k session.ThreadKey, m inbound) *streamer {
 		stop:      make(chan struct{}),
 		slotID:    newID(),
 		held:      map[string]bool{},
+		as:        sessionState{title: threadTitle(m.Text)},
 	}
 }
 
@@ -129,13 +136,10 @@ func (r *streamer) Observe(ev agent.Event) {
 		if n := r.text.Len(); strings.TrimSpace(r.text.String()) != "" && (len(r.breaks) == 0 || r.breaks[len(r.breaks)-1] < n) {
 			r.breaks = append(r.breaks, n)
 		}
+		r.taskProgress(ev)
 	case agent.EventToolStarted:
 		r.status = "Running " + toolName(ev) + "…"
-		if r.native {
-			c := slack.NewTaskUpdateChunk(ev.Call.ID, "Running "+toolName(ev))
-			c.Status = slack.TaskCardStatusInProgress
-			r.tasks = append(r.tasks, c)
-		}
+		r.taskProgress(ev) // taskcards.go
 	case agent.EventToolFinished:
 		r.status = "Thinking…"
 		result := "ok"
@@ -143,14 +147,7 @@ func (r *streamer) Observe(ev agent.Event) {
 			result = "error"
 		}
 		r.b.m.ToolCalls.WithLabelValues(ev.Decision.String(), result).Inc()
-		if r.native && ev.Call.ID != "" {
-			c := slack.NewTaskUpdateChunk(ev.Call.ID, toolName(ev))
-			c.Status = slack.TaskCardStatusComplete
-			if ev.IsError {
-				c.Status = slack.TaskCardStatusError
-			}
-			r.tasks = append(r.tasks, c)
-		}
+		r.taskProgress(ev)
 	case agent.EventCompacted:
 		r.status = "Summarizing the earlier conversation…"
 	}
@@ -225,6 +222,7 @@ func (r *streamer) loop(ctx context.Context) {
 			r.setStatus(ctx, status)
 		}
 		lastStatus = status
+		r.syncSession(ctx, status)
 		r.flush(ctx, false)
 	}
 }
@@ -263,6 +261,7 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.status = ""
 	r.mu.Unlock()
 	r.flush(ctx, true)
+	r.endSession(ctx)
 	for pool := range r.held {
 		r.b.gov.ReleaseSlot(ctx, r.k.Team, r.slot(pool))
 	}
@@ -333,6 +332,9 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 	pieces := r.pieces(text)
 	if len(pieces) == 0 {
 		return
+	}
+	if final {
+		r.finalPiece = pieces[len(pieces)-1]
 	}
 	render := func(i int) (content, st string, live bool) {
 		content, live = pieces[i], i == len(pieces)-1 && !final
@@ -431,6 +433,9 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 	}
 	if status != "" {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(status)+"_", false, false)))
+	}
+	if r.feedbackFor(content, live, markdownText) {
+		blocks = append(blocks, feedbackBlock())
 	}
 	if live {
 		btn := slack.NewButtonBlockElement(actionStop, r.k.String(), slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false))

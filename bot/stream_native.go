@@ -46,9 +46,10 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 	if ns.ts == "" && final {
 		return false
 	}
-	if len(mrkdwn.Split(text, mrkdwn.SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) {
+	if len(mrkdwn.Split(text, mrkdwn.SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) || r.waitsOnPerson() {
 		// Streams die about 5 minutes after they start
-		// (message_not_in_streaming_state): finish with edits before that.
+		// (message_not_in_streaming_state): finish with edits before that,
+		// and before a wait on a person (streamlife.go).
 		r.nativeFallback(ctx)
 		return false
 	}
@@ -98,7 +99,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			return true
 		}
 		err := r.b.slack.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
-			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
+			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionBlocks(feedbackBlock())) // feedback.go
 			return err
 		})
 		if err != nil {
@@ -206,6 +207,7 @@ func (r *streamer) nativeFallback(ctx context.Context) {
 		return
 	}
 	r.ensureStopped(ctx)
+	r.streamEnded() // agentsession.go
 	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
 }
 

@@ -102,8 +102,9 @@ func (b *Bot) importWanted(k session.ThreadKey, batch []inbound) bool {
 // importThread reads thread k's messages before until (all when empty),
 // leaving out skip, within threadImportWait. A failure is logged and gives
 // what was read (maybe nothing): the turn goes on without it. more reports
-// that pages were left unread.
-func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip string) (entries []threadEntry, more bool) {
+// that pages were left unread; total is the thread's size as its root
+// said (0 when not read).
+func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip string) (entries []threadEntry, more bool, total int) {
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
 	ictx, cancel := context.WithTimeout(ctx, threadImportWait)
 	defer cancel()
@@ -147,6 +148,9 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 	}
 	b.m.ThreadImports.WithLabelValues(result).Inc()
 	for _, m := range all {
+		if m.Timestamp == k.ThreadTS && m.ReplyCount > 0 {
+			total = m.ReplyCount + 1
+		}
 		if m.Timestamp == skip || m.Timestamp == "" || (until != "" && !tsBefore(m.Timestamp, until)) {
 			continue
 		}
@@ -156,7 +160,7 @@ func (b *Bot) importThread(ctx context.Context, k session.ThreadKey, until, skip
 	}
 	sortEntries(entries) // oldest first, whatever order the pages came in
 	b.nameEntries(ictx, k.Team, entries)
-	return entries, more
+	return entries, more, total
 }
 
 // entryOf is a thread message as context; false for messages people do
@@ -429,7 +433,8 @@ func (b *Bot) importContext(ctx context.Context, k session.ThreadKey, batch []in
 	if sc := batch[0].Shortcut; sc != nil {
 		until, skip = "", sc.TS
 	}
-	entries, more := b.importThread(ctx, k, until, skip)
+	r := b.readThread(ctx, k, until, skip) // threadcache.go
+	entries, more := r.entries, r.more
 	if len(entries) == 0 {
 		if more {
 			mb.add(provider.Message{Role: provider.RoleUser, Content: noteUnread, Meta: map[string]string{"context": "thread"}})
@@ -437,12 +442,13 @@ func (b *Bot) importContext(ctx context.Context, k session.ThreadKey, batch []in
 		return
 	}
 	kept, dropped := b.selectContext(entries, b.opts.ThreadContextMessages, b.contextBudget())
+	dropped += r.omitted
 	var notes []string
 	if dropped > 0 {
 		notes = append(notes, "[Slack: the thread's "+strconv.Itoa(dropped)+" earliest messages are left out here (limits on thread context).]")
 	}
 	if more {
-		notes = append(notes, "[Slack: not all of the thread could be read just now (Slack's rate limits), so its latest messages may be missing here.]")
+		notes = append(notes, unreadNote(r))
 	}
 	mb.contextBlocks(kept, headerImported, notes...)
 }

@@ -225,6 +225,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	k := lease.Key()
 	fence := lease.Token()
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+	tp := b.profileFor(ctx, k) // profile.go
 
 	var tools []agent.Tool
 	var notReady []NotReadyServer // notready.go
@@ -237,10 +238,13 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 			log.Warn("bot: workspace tools unavailable; answering without them", "err", err)
 			tools = nil
 		}
+		tools, notReady = tp.filter(tools, notReady)
 	}
 
+	tools = b.withSlackSearch(ctx, k, who, tools) // search.go
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	turnCtx, span, log := b.startTurnSpan(turnCtx, k, tp, log)
 	b.cancels.add(k, cancel)
 	defer b.cancels.remove(k)
 
@@ -278,9 +282,9 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	}
 	endTurn := b.waits.turn()
 	res, runErr := b.opts.Agent.Run(turnCtx, agent.Turn{
-		System:      notReadySystem(meta.System, notReady),
+		System:      tp.system(notReadySystem(meta.System, notReady)),
 		History:     history,
-		Tools:       b.auditTools(k, who.User, tools),
+		Tools:       b.withPrivate(k, who.User, b.auditTools(k, who.User, tools)), // private.go
 		Grants:      meta.Grants,
 		GrantValid:  b.grantCheck(k),
 		Approver:    b.approverFor(k, who.User),
@@ -289,7 +293,10 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		Checkpoint:  checkpoint,
 		Calibration: meta.Calibration,
 		Anchor:      anchor,
+		Model:       tp.model, MaxTokens: tp.maxTokens(), Provider: tp.provider, ProviderName: tp.provName,
+		Budget: b.budgetFor(k, who, tp),
 	})
+	endTurnSpan(span, res, runErr)
 	endTurn()
 
 	// The final text must arrive even when the turn was cancelled.

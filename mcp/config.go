@@ -48,8 +48,12 @@ type ServerConfig struct {
 	Allow []string `yaml:"allow"`
 	// Deny lists tools that never run.
 	Deny []string `yaml:"deny"`
-	// Trusted lets the server's read-only hints auto-allow calls.
+	// Trusted lets the server's annotations set its tools' default policy
+	// (read-only and closed-world: auto-in-dm; destructive: ask every time).
 	Trusted bool `yaml:"trusted"`
+	// Policy is the tool policy: one line for every tool ("auto-in-dm",
+	// "ask private") or a mapping from tool glob to such a line.
+	Policy PolicyConfig `yaml:"policy"`
 	// Transport forces a transport for URL servers: "" (streamable HTTP with
 	// SSE fallback), "streamable" (no fallback) or "sse" (legacy HTTP+SSE).
 	Transport string `yaml:"transport"`
@@ -280,6 +284,9 @@ func (s *ServerConfig) validate(path, where string) []error {
 		bad("startup_timeout", "startup_timeout applies to command servers only")
 	}
 	s.Scope.validate(bad)
+	for _, p := range s.Policy.Problems {
+		bad("policy", "%s", p)
+	}
 	for _, list := range []struct {
 		field string
 		names []string

@@ -56,6 +56,9 @@ type Options struct {
 	Store RegistrationStore
 	// Pins stores pinned tool hashes (nil: in memory, this process only).
 	Pins PinStore
+	// Policies stores the tool policies admins set from Slack (nil: in
+	// memory, this process only).
+	Policies PolicyStore
 	// AllowPrivateNetworks lets registered servers resolve to loopback and
 	// private ranges (MCP_ALLOW_PRIVATE_NETWORKS; tests and on-prem).
 	AllowPrivateNetworks bool
@@ -145,6 +148,8 @@ type Manager struct {
 	log   *slog.Logger
 	pins  PinStore
 	oauth *oauthCore
+	// policyStore holds admins' tool policies (policy.go).
+	policyStore PolicyStore
 
 	mu     sync.Mutex
 	teams  map[string]*workspace
@@ -186,6 +191,10 @@ func NewManager(opts Options) *Manager {
 	}
 	if m.pins == nil {
 		m.pins = &memPins{}
+	}
+	m.policyStore = opts.Policies
+	if m.policyStore == nil {
+		m.policyStore = &memPolicies{}
 	}
 	m.oauth = newOAuthCore(opts.OAuth, m.log)
 	m.wg.Add(1)
@@ -445,6 +454,7 @@ func (m *Manager) toolsFor(ctx context.Context, a Access) ([]agent.Tool, []*moun
 		return nil, nil, err
 	}
 	bound := &a
+	admin := m.policies(ctx, a.Team)
 	var out []agent.Tool
 	// Names are given over every mount, in scope or not, so a tool's
 	// name does not depend on who asks.
@@ -452,7 +462,12 @@ func (m *Manager) toolsFor(ctx context.Context, a Access) ([]agent.Tool, []*moun
 		if !in[e.mt] || e.state == nil || e.state.disabledReason != "" || e.hints.Denied {
 			continue
 		}
-		out = append(out, &remoteTool{mt: e.mt, remote: e.tool.Name, hints: e.hints, access: bound, spec: provider.ToolSpec{
+		pol := resolvePolicy(e.mt.cfg, admin[e.mt.cfg.Name], e.tool)
+		hints := applyPolicy(e.hints, pol, a.DM)
+		if hints.Denied {
+			continue // deny: never offered to the model
+		}
+		out = append(out, &remoteTool{mt: e.mt, remote: e.tool.Name, hints: hints, access: bound, spec: provider.ToolSpec{
 			Name:        e.exposed,
 			Description: describe(e.mt.cfg.Name, e.tool.Description),
 			InputSchema: inputSchema(e.tool),
@@ -614,6 +629,14 @@ func (m *Manager) Approve(ctx context.Context, team, server string) ([]ToolInfo,
 	mt.mu.Lock()
 	mt.states = states
 	mt.mu.Unlock()
+	var redefined []string
+	for name, st := range states {
+		if st.redefined {
+			redefined = append(redefined, name)
+		}
+	}
+	sort.Strings(redefined)
+	m.resetPolicies(ctx, team, server, redefined)
 	m.log.Info("mcp server tools approved", "team", team, "server", server, "tools", len(tools))
 	return infosFor(mts, mt), nil
 }

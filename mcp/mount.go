@@ -19,6 +19,9 @@ type toolState struct {
 	hash           string
 	disabledReason string
 	flags          []string
+	// redefined: an approval pinned a definition other than the one
+	// pinned before (the tool's policy resets to ask).
+	redefined bool
 }
 
 // mount is one server in one workspace: its live connection (if any), the
@@ -401,6 +404,7 @@ func (mt *mount) pin(ctx context.Context, tools []*mcp.Tool, approve bool) (map[
 		case approve || (firstSight && !seen):
 			next[t.Name] = st.hash
 			dirty = dirty || old != st.hash
+			st.redefined = approve && seen && old != st.hash
 		case !seen:
 			st.disabledReason = ReasonNew
 		case old != st.hash:

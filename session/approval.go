@@ -46,6 +46,9 @@ type Approval struct {
 	DecidedAt time.Time
 	// MessageTS is the Slack message carrying the buttons.
 	MessageTS string
+	// AdminOnly: the tool policy says only an admin's click counts.
+	// OnceOnly: no thread-wide permission may be given (destructive).
+	AdminOnly, OnceOnly bool
 }
 
 // Thread is the approval's thread.
@@ -66,6 +69,7 @@ func (a Approval) fields() []any {
 		"requester", a.Requester, "server", a.Server, "tool", a.Tool, "args_digest", a.ArgsDigest,
 		"call_id", a.CallID, "created", ms(a.Created), "expires", ms(a.Expires), "state", a.State,
 		"decided_by", a.DecidedBy, "decided_at", ms(a.DecidedAt), "message_ts", a.MessageTS,
+		"admin_only", flag(a.AdminOnly), "once_only", flag(a.OnceOnly),
 	}
 }
 
@@ -85,6 +89,7 @@ func parseApproval(key string, h map[string]string) (Approval, error) {
 		ID: h["id"], Team: h["team"], Channel: h["channel"], ThreadTS: h["thread_ts"],
 		Requester: h["requester"], Server: h["server"], Tool: h["tool"], ArgsDigest: h["args_digest"],
 		CallID: h["call_id"], State: h["state"], DecidedBy: h["decided_by"], MessageTS: h["message_ts"],
+		AdminOnly: h["admin_only"] == "1", OnceOnly: h["once_only"] == "1",
 	}
 	var errs [3]error
 	a.Created, errs[0] = ms("created")

@@ -34,6 +34,9 @@
 //	P:{w:T}:pins:S     hash tool name → definition hash             ≤ MaxToolPins
 //	P:{w:T}:audit      stream                                       ≈ AuditLen entries, TTL AuditTTL
 //	P:{w:ID}:install   sealed Slack installation (ID = team or org) no TTL; lock, aliases: install.go
+//	P:{w:T}:usage:d:D  hash of a UTC day's usage (usage.go)         TTL retention
+//	P:{w:T}:usage:m:M  hash of a UTC month's usage                  TTL retention + 31 days
+//	P:{w:T}:profiles   hash channel → bound profile                 indexed
 //	P:{w:T}:index      set of the workspace's keys without a TTL    bounded by its servers
 //	P:{w:T}:retired    uninstalled: the workspace's data expires     TTL SessionTTL
 //	P:{si:STATE}       pending Slack install                         TTL ≤ MaxInstallStateTTL

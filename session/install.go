@@ -347,6 +347,7 @@ func (s *Store) RetireWorkspace(ctx context.Context, team string) error {
 		return err
 	}
 	keys := append([]string{s.k.retired(team), s.k.audit(team)}, ks...)
+	keys = append(keys, s.usageKeys(team, time.Now())...) // usage.go: expire, never restored
 	now := time.Now().UTC().Format(time.RFC3339)
 	if err := retireScript.Run(ctx, s.rdb, keys, s.opt.SessionTTL.Milliseconds(), now).Err(); err != nil {
 		return s.wrap("retire workspace "+team, err)

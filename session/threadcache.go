@@ -20,7 +20,7 @@ import (
 //
 //	P:{t:…}:cache        hash ts → sealed message, or "x" for a deleted one    TTL, refreshed by writes
 //	P:{t:…}:cache:order  zset of the cached ts (score 0, ordered by ts)        same TTL
-//	P:{t:…}:cache:meta   hash: from (ts), start ("1"/"0"), bytes               same TTL
+//	P:{t:…}:cache:meta   hash: from (ts), start ("1"/"0"), bytes, evicted      same TTL
 //
 // Each message is sealed with SECRET_KEY under its own data key, bound to
 // the workspace, the thread and its ts (nothing of it is in Redis in
@@ -30,7 +30,7 @@ import (
 // the cache then covers the thread from a later ts.
 //
 // Coverage: From is the ts from which the cache holds every message of
-// the thread (the first message cached, raised by eviction, lowered by a
+// the thread (the oldest message appended, raised by eviction, lowered by a
 // contiguous Backfill); FromStart says From is the thread's root, i.e.
 // the cache has the whole thread. Messages older than From may be cached
 // too (a partial Backfill, a late delivery), with possible gaps.
@@ -132,10 +132,15 @@ for i = 8, #ARGV, 2 do
     redis.call('ZADD', KEYS[2], 0, ts)
     redis.call('HINCRBY', KEYS[3], 'bytes', #v - was)
     written = written + 1
-    if mode == 'append' and redis.call('HEXISTS', KEYS[3], 'from') == 0 then
-      local start = '0'
-      if ts == root then start = '1' end
-      redis.call('HSET', KEYS[3], 'from', ts, 'start', start)
+    if mode == 'append' then
+      -- Events of one thread may arrive out of order: a live message
+      -- older than the coverage lowers it (unless eviction raised it).
+      local from = redis.call('HGET', KEYS[3], 'from')
+      if not from or (ts < from and redis.call('HGET', KEYS[3], 'evicted') ~= '1') then
+        local start = '0'
+        if ts == root then start = '1' end
+        redis.call('HSET', KEYS[3], 'from', ts, 'start', start)
+      end
     end
   end
 end
@@ -157,7 +162,7 @@ while true do
   local nxt = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   local from = redis.call('HGET', KEYS[3], 'from')
   if not from or from <= oldest then
-    redis.call('HSET', KEYS[3], 'from', nxt, 'start', '0')
+    redis.call('HSET', KEYS[3], 'from', nxt, 'start', '0', 'evicted', '1')
   end
 end
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end

@@ -253,3 +253,40 @@ func TestThreadCacheBackfill(t *testing.T) {
 		t.Errorf("after a contiguous backfill: from %s start %v, %d messages", v.From, v.FromStart, len(v.Messages))
 	}
 }
+
+// TestThreadCacheOutOfOrder: events of one thread arrive in any order;
+// the root arriving after its replies still makes the cache whole.
+func TestThreadCacheOutOfOrder(t *testing.T) {
+	s := newStore(t, Options{SecretKey: testKey(1)})
+	ctx := ctxT(t)
+	c := s.ThreadCache(ThreadCacheOptions{})
+	k := testThread()
+	for _, i := range []int{2, 1, 3, 0} {
+		if err := c.Append(ctx, k, cacheMsg(k, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := c.Newest(ctx, k, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Complete() || v.From != k.ThreadTS || len(v.Messages) != 4 {
+		t.Errorf("view: %d messages, from %s, start %v", len(v.Messages), v.From, v.FromStart)
+	}
+	// After eviction a late delivery of an older message does not lower
+	// the coverage again.
+	k2 := k
+	k2.Channel = "C0OTHER"
+	c2 := s.ThreadCache(ThreadCacheOptions{MaxMessages: 3})
+	for i := 2; i <= 6; i++ {
+		if err := c2.Append(ctx, k2, cacheMsg(k2, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c2.Append(ctx, k2, cacheMsg(k2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c2.Newest(ctx, k2, 0, 0); v.From != cacheTS(k2, 4) && v.From != cacheTS(k2, 5) {
+		t.Errorf("after eviction and a late message: from %s, want the eviction's", v.From)
+	}
+}

@@ -91,6 +91,9 @@ func DefaultRateLimits() map[string]RateLimit {
 		"apps.connections.open":                 tier3,
 		"files.info":                            tier4,
 		"usergroups.users.list":                 tier2,
+		// slack_search (search.go): "Special" in Slack's tables.
+		"assistant.search.info":    tier2,
+		"assistant.search.context": tier3,
 		// Installs and token refreshes ("Special" in Slack's tables;
 		// Tier 4 is ample for a few a minute).
 		"oauth.v2.access": tier4,

@@ -4,7 +4,10 @@ package slackapi
 // scopes.go gives each its slack-go methods and bot scopes (a test checks
 // that every constant has a row there).
 const (
+	AgentsSessionsSetStatus             = "agents.sessions.setStatus"
 	AppsConnectionsOpen                 = "apps.connections.open"
+	AssistantSearchContext              = "assistant.search.context"
+	AssistantSearchInfo                 = "assistant.search.info" // no slack-go method (bot/search.go posts it): no row in webMethods
 	AssistantThreadsSetStatus           = "assistant.threads.setStatus"
 	AssistantThreadsSetSuggestedPrompts = "assistant.threads.setSuggestedPrompts"
 	AssistantThreadsSetTitle            = "assistant.threads.setTitle"
@@ -30,7 +33,7 @@ const (
 
 // methods lists the constants above, for the table test.
 var methods = []string{
-	AppsConnectionsOpen, AssistantThreadsSetStatus, AssistantThreadsSetSuggestedPrompts, AssistantThreadsSetTitle,
+	AgentsSessionsSetStatus, AppsConnectionsOpen, AssistantSearchContext, AssistantThreadsSetStatus, AssistantThreadsSetSuggestedPrompts, AssistantThreadsSetTitle,
 	AuthTest, ChatAppendStream, ChatDelete, ChatPostEphemeral, ChatPostMessage, ChatStartStream, ChatStopStream,
 	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, ReactionsAdd, TeamInfo,
 	UsergroupsUsersList, UsersInfo, ViewsOpen, ViewsPublish,

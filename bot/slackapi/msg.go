@@ -19,7 +19,9 @@ type Msg struct {
 }
 
 func (m Msg) options() []slack.MsgOption {
-	opts := []slack.MsgOption{slack.MsgOptionText(string(m.Text), false)}
+	// Every post keeps link and media previews off (a tool's or the
+	// model's link must not unfurl into the thread).
+	opts := []slack.MsgOption{slack.MsgOptionText(string(m.Text), false), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 	if len(m.Blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(m.Blocks...))
 	}

@@ -47,6 +47,8 @@ var webMethods = []WebMethod{
 	// context: public and private channels (never DMs).
 	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},
 	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
+	// Agent sessions (bot/agentsession.go): status and, at creation, title.
+	{"agents.sessions.setStatus", []string{"SetAgentSessionStatus", "SetAgentSessionStatusContext"}, []string{"chat:write"}},
 	{"assistant.threads.setTitle", []string{"SetAssistantThreadsTitle", "SetAssistantThreadsTitleContext"}, []string{"assistant:write"}},
 	// A thread's earlier messages (threadctx.go), in every conversation
 	// type the bot can be addressed in: public and private channels, DMs
@@ -59,19 +61,43 @@ var webMethods = []WebMethod{
 	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
 	// Members of user groups that scope MCP servers (access.go).
 	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
+	// slack_search (bot/search.go): its scope, search:read.public, is
+	// optional (optionalBotScopes, manifest bot_optional): without it the
+	// tool is not offered.
+	{"assistant.search.context", []string{"SearchAssistantContext", "SearchAssistantContextContext"}, nil},
 }
+
+// optionalBotScopes are bot scopes the bot uses when the workspace grants
+// them (manifest.yaml bot_optional), with what needs them; installs
+// without them work, and RequiredScopes leaves them out.
+var optionalBotScopes = map[string]string{
+	"search:read.public": "assistant.search.context (slack_search)",
+}
+
+// OptionalBotScopes returns a copy of optionalBotScopes.
+func OptionalBotScopes() map[string]string { return maps.Clone(optionalBotScopes) }
 
 // botEvents are the event subscriptions the bot handles (decodeEvent), with
 // the bot scope each needs. manifest.yaml subscribes to exactly these.
 var botEvents = map[string]string{
-	"app_mention":                      "app_mentions:read",
-	"message.channels":                 "channels:history",
-	"message.groups":                   "groups:history",
-	"message.im":                       "im:history",
+	"app_mention":      "app_mentions:read",
+	"message.channels": "channels:history",
+	"message.groups":   "groups:history",
+	"message.im":       "im:history",
+	// The App Home tab (home.go) and, under agent view, the Messages
+	// tab (bot/agentview.go): no scope.
+	"app_home_opened": "",
+	// Agent view (bot/agentview.go): the viewed channel, Slack's Stop.
+	"app_context_changed":   "assistant:write",
+	"agent_session_stopped": "chat:write",
+}
+
+// legacyEvents are handled for apps still on assistant_view (bot/assistant.go);
+// manifest.yaml (agent_view) does not subscribe to them: Slack's manifest
+// editor warns against assistant_thread_started under agent view.
+var legacyEvents = map[string]string{
 	"assistant_thread_started":         "assistant:write",
 	"assistant_thread_context_changed": "assistant:write",
-	// The App Home tab (home.go): no scope.
-	"app_home_opened": "",
 }
 
 // botFeatures are the app features (manifest "features" keys) the bot uses
@@ -79,7 +105,7 @@ var botEvents = map[string]string{
 // message shortcut.
 var botFeatures = map[string]string{
 	"slash_commands": "commands",
-	"assistant_view": "assistant:write",
+	"agent_view":     "assistant:write",
 	// The Ask Bobbin message shortcut (shortcut.go).
 	"shortcuts": "commands",
 }
@@ -120,6 +146,9 @@ func RequiredScopes() []string {
 		set[s] = true
 	}
 	for _, s := range botFeatures {
+		set[s] = true
+	}
+	for _, s := range legacyEvents {
 		set[s] = true
 	}
 	delete(set, "")

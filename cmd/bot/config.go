@@ -46,6 +46,9 @@ type config struct {
 
 	MCPConfig               string `env:"MCP_CONFIG"`
 	MCPAllowPrivateNetworks bool   `env:"MCP_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
+	// ProfilesConfig names the agent profiles, budgets and prices file
+	// (agent/profile).
+	ProfilesConfig string `env:"PROFILES_CONFIG"`
 
 	BotAdmins []string `env:"BOT_ADMINS" envSeparator:","`
 	SecretKey string   `env:"SECRET_KEY"`

@@ -36,8 +36,8 @@ const everyKind = `{"type":"object","properties":{
 // askingServers starts a 2025-11-25 go-sdk server that asks with
 // elicitation/create (a form of every kind, a page to open) and a
 // 2026-07-28 stateless one that answers input_required, and returns an
-// MCP_CONFIG file mounting both as trusted (their read-only tools run
-// without an approval).
+// MCP_CONFIG file mounting both as trusted with policy auto (their tools
+// run without an approval).
 func askingServers(t *testing.T) string {
 	t.Helper()
 	ro := &mcpsdk.ToolAnnotations{ReadOnlyHint: true}
@@ -96,7 +96,9 @@ func askingServers(t *testing.T) string {
 	ms := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return modern }, &mcpsdk.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ms.Close)
 
-	cfg := fmt.Sprintf("servers:\n  - name: asker\n    url: %s\n    trusted: true\n  - name: modern\n    url: %s\n    trusted: true\n", ls.URL, ms.URL)
+	// policy: auto, since a trusted read-only tool's default asks in
+	// channels (auto-in-dm at most).
+	cfg := fmt.Sprintf("servers:\n  - name: asker\n    url: %s\n    trusted: true\n    policy: auto\n  - name: modern\n    url: %s\n    trusted: true\n    policy: auto\n", ls.URL, ms.URL)
 	path := filepath.Join(t.TempDir(), "mcp.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -93,8 +93,33 @@ func TestManifestValidates(t *testing.T) {
 	if cmd := features["slash_commands"].([]any)[0].(map[string]any)["command"]; cmd != "/bobbin" {
 		t.Errorf("slash command = %v, want /bobbin", cmd)
 	}
-	if _, ok := features["assistant_view"]; !ok {
-		t.Error("assistant_view missing")
+	// Slack's agent messaging experience (apps created today can only
+	// have it): a description, at most 4 prompts, and the events it needs;
+	// assistant_thread_started is what the manifest editor warns against.
+	av, ok := features["agent_view"].(map[string]any)
+	if !ok {
+		t.Fatal("agent_view missing")
+	}
+	if _, ok := features["assistant_view"]; ok {
+		t.Error("manifest.yaml has assistant_view too: new apps get agent_view only")
+	}
+	if d, _ := av["agent_description"].(string); d == "" || len([]rune(d)) > 300 {
+		t.Errorf("agent_view.agent_description = %q, want 1–300 characters", d)
+	}
+	if p, _ := av["suggested_prompts"].([]any); len(p) == 0 || len(p) > 4 {
+		t.Errorf("agent_view has %d suggested prompts, want 1–4", len(p))
+	}
+	events := map[string]bool{}
+	for _, e := range settings["event_subscriptions"].(map[string]any)["bot_events"].([]any) {
+		events[e.(string)] = true
+	}
+	for _, e := range []string{"app_home_opened", "app_context_changed", "agent_session_stopped"} {
+		if !events[e] {
+			t.Errorf("manifest.yaml does not subscribe to %s, which agent view needs", e)
+		}
+	}
+	if events["assistant_thread_started"] {
+		t.Error("manifest.yaml subscribes to assistant_thread_started, which agent view should not use")
 	}
 }
 

@@ -51,6 +51,15 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		}()
 	}
 	mcfg := loadMCPConfig(cfg.MCPConfig, getenv, &probs)
+	profiles := loadProfiles(cfg.ProfilesConfig, getenv, mcfg, &probs)
+	tr := newTracing(getenv, log, &probs)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.shutdown(sctx); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
 	ln := listenHTTP(cfg.HTTPAddr, &probs)
 	if ln != nil {
 		defer ln.Close() // Serve closes it too; this covers the early returns
@@ -68,6 +77,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		ToolTimeout:     toolHangGuard(cfg.ApprovalTimeout),
 		NoImages:        !cfg.LLMImages,
 		Logger:          log,
+		Tracer:          tr.tracer,
+		ProviderName:    cfg.LLMProvider,
+		CaptureContent:  tr.capture,
 	})
 
 	// Tools: MCP servers from the operator's file and from registrations.
@@ -79,6 +91,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Store:                registrations{store},
 		Pins:                 store,
 		Versions:             store,
+		Policies:             policyStore{store},
 		AllowPrivateNetworks: cfg.MCPAllowPrivateNetworks,
 		Getenv:               getenv,
 		Logger:               log,
@@ -126,10 +139,13 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 
 		ThreadFollowups:       cfg.ThreadFollowups,
 		ThreadContextMessages: threadContextMessages(cfg.ThreadContextMessages),
+		ThreadCache:           threadCache(store, cfg), // slackctx.go
 		ContextWindow:         cfg.LLMContextWindow,
 		Tokens:                tokenCounter(cfg.LLMModel),
 		ToolContext:           mcp.WithRequester,
 		CheckForm:             checkForm,
+		Profiles:              profileOptions(cfg, profiles, log),
+		Tracer:                tr.tracer,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,21 @@
+package bot
+
+// Streams and Slack's lifetime (reference slack-agents-2026.md §3). Slack
+// finalizes a native stream about 5 minutes after it starts; appends and
+// stopStream then answer message_not_in_streaming_state and the message
+// is stuck unless chat.update rewrites it. A turn that waits on a person
+// (an approval, a server's question) can easily outlive that, so the
+// stream is closed before the wait: the text so far stays in the stream's
+// message (rewritten with chat.update to be sure it is whole) and the rest
+// of the answer goes below the prompt in messages of its own (edit path,
+// stream.go). Streams that run into the limit anyway (a slow model, a slow
+// tool) fall back the same way on the first refused call, or before
+// nativeLifetime; the final text is therefore always complete.
+
+// waitsOnPerson reports whether the turn has waited, or waits, on a
+// person since the reply started: the answer is then split at the prompt.
+func (r *streamer) waitsOnPerson() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.breaks) > 0
+}

@@ -1,0 +1,103 @@
+package bot_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/internal/llmemu"
+	"github.com/bobbinbot/bobbin/internal/slackemu"
+)
+
+// TestE2EStreamOutlivesLifetimeWithApproval: with Slack's stream lifetime
+// cut to a second, a native answer that streams text, waits on an
+// approval longer than the lifetime and goes on streaming for longer than
+// the lifetime again ends complete: the text before the prompt in the
+// stream's message, the rest below it, no message left streaming.
+func TestE2EStreamOutlivesLifetimeWithApproval(t *testing.T) {
+	tool := &fakeTool{name: toolName, hints: agent.Hints{Server: "files", Tool: "write", Destructive: true}}
+	h := newHarness(t, harnessOpts{
+		emu: slackemu.Options{NoRateLimits: true, StreamLifetime: time.Second},
+		bot: func(o *bot.Options) {
+			o.StreamMode = bot.StreamNative
+			o.Tools = staticTools{tool}
+		},
+	})
+	before := "I will write the file now, " + strings.Repeat("carefully ", 20)
+	after := "Done: " + strings.Repeat("the file is written ", 40) + "END"
+	h.llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
+		if r.LastMessage().Role == "tool" {
+			return llmemu.Reply{Text: after}
+		}
+		return llmemu.Reply{Text: before, ToolCalls: []llmemu.ToolCall{{Name: toolName, Arguments: `{"path":"/tmp/x"}`}}}
+	})
+	h.llm.SetTokenInterval(5 * time.Millisecond)
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "write it", "")
+	e := &approvalEnv{harness: h, tool: tool}
+	pr := e.waitPrompt(slackemu.ChannelGen, p.TS, 1)
+	// Wait on the person for longer than a stream lives.
+	prompted := time.Now()
+	h.wait("the stream's lifetime to pass", func() bool { return time.Since(prompted) > 2*time.Second })
+	// Streaming "after" takes about 40 × 3 tokens × 5 ms: longer than a
+	// stream lives.
+	e.click(slackemu.UserAlice, slackemu.ChannelGen, pr.TS, "bobbin_allow_once")
+	h.wait("the whole answer", func() bool {
+		got, _, done := h.replyText(slackemu.ChannelGen, p.TS)
+		return done && strings.HasSuffix(got, "END")
+	})
+	var texts []string
+	for _, m := range h.emu.BotReplies(slackemu.ChannelGen, p.TS) {
+		if m.Streaming {
+			t.Errorf("message %s still streaming", m.TS)
+		}
+		if s, _ := messageText(m); !strings.Contains(string(m.Blocks), "bobbin_approval_head") {
+			texts = append(texts, s)
+		}
+	}
+	if len(texts) != 2 || strings.TrimSpace(texts[0]) != strings.TrimSpace(before) || texts[1] != after {
+		t.Errorf("reply messages = %q, want the text before the prompt, then the rest", texts)
+	}
+	h.wait("the session done", func() bool {
+		s, _ := h.emu.AgentSession(slackemu.ChannelGen, p.TS)
+		return s.Status == slackemu.SessionActive
+	})
+	steps := sessionSteps(h.emu, slackemu.ChannelGen, p.TS)
+	if i := slices.Index(steps, "suspended"); i < 0 || !slices.Contains(steps[i:], "processing") {
+		t.Errorf("session statuses = %v, want suspended during the approval wait, then processing", steps)
+	}
+	if tool.calls.Load() != 1 {
+		t.Errorf("tool ran %d times, want 1", tool.calls.Load())
+	}
+}
+
+// TestE2EStreamOutlivesLifetime: an answer that streams for longer than
+// Slack's (shortened) stream lifetime is finished with chat.update on the
+// same message, whole.
+func TestE2EStreamOutlivesLifetime(t *testing.T) {
+	h := newHarness(t, harnessOpts{
+		emu: slackemu.Options{NoRateLimits: true, StreamLifetime: 500 * time.Millisecond},
+		bot: func(o *bot.Options) { o.StreamMode = bot.StreamNative },
+	})
+	long := strings.Repeat("on and on ", 150) + "END"
+	h.llm.SetResponder(func(llmemu.Recorded) llmemu.Reply { return llmemu.Reply{Text: long} })
+	h.llm.SetTokenInterval(3 * time.Millisecond)
+	p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "talk for a while", "")
+	var got string
+	h.wait("the end of the answer", func() bool {
+		got, _, _ = h.replyText(slackemu.ChannelGen, p.TS)
+		return strings.HasSuffix(got, "END")
+	})
+	if got != long {
+		t.Errorf("reply = %d bytes %q…, want the whole answer (%d bytes)", len(got), got[:min(len(got), 40)], len(long))
+	}
+	r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
+	if len(r) != 1 || r[0].StreamEnded == "stopped" {
+		t.Fatalf("replies = %d, ended %q: want one message whose stream Slack ended", len(r), r[0].StreamEnded)
+	}
+	if len(h.emu.Calls("chat.update")) == 0 {
+		t.Error("no chat.update after the stream ended")
+	}
+}
