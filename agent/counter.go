@@ -9,8 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/bobbinbot/bobbin/provider"
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // Encodings a Counter may use.
@@ -18,39 +16,6 @@ const (
 	EncodingO200K  = "o200k_base"
 	EncodingCL100K = "cl100k_base"
 )
-
-// encoders holds one tokenizer per encoding for the whole process: building
-// one costs 90-200 ms and ~12-24 MB, and a built one is safe for concurrent
-// use (providers.md §10).
-var encoders = map[string]*sharedEncoder{
-	EncodingO200K:  {},
-	EncodingCL100K: {},
-}
-
-// loaderOnce installs the embedded BPE files before the first encoder is
-// built; without it tiktoken-go downloads them over HTTP.
-var loaderOnce sync.Once
-
-type sharedEncoder struct {
-	once sync.Once
-	enc  *tiktoken.Tiktoken
-	err  error
-}
-
-func encoder(name string) (*tiktoken.Tiktoken, error) {
-	s, ok := encoders[name]
-	if !ok {
-		return nil, fmt.Errorf("agent: unknown encoding %q", name)
-	}
-	loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
-	s.once.Do(func() {
-		s.enc, s.err = tiktoken.GetEncoding(name)
-		if s.err != nil {
-			s.err = fmt.Errorf("agent: tokenizer %s: %w", name, s.err)
-		}
-	})
-	return s.enc, s.err
-}
 
 // EncodingFor returns the tiktoken encoding used for model: cl100k_base for
 // GPT-4 (not 4o/4.1/4.5) and GPT-3.5, o200k_base for everything else.
@@ -77,7 +42,7 @@ const counterCacheSize = 1 << 14
 // is safe for concurrent use; share one per model across sessions.
 type Counter struct {
 	encoding string
-	enc      *tiktoken.Tiktoken // nil: estimate from bytes
+	tab      *lazyTable // nil: estimate from bytes
 	seed     maphash.Seed
 	// claude selects Anthropic's image formula over OpenAI's.
 	claude bool
@@ -93,22 +58,24 @@ type countEntry struct {
 }
 
 // NewCounter returns a Counter with the encoding for model (see
-// EncodingFor). The encoder is built once per process and shared.
+// EncodingFor). The encoding's table is built once per process, on the
+// first count (not here: a replica that has not run a turn does not hold
+// it), and shared.
 func NewCounter(model string) (*Counter, error) {
 	name := EncodingFor(model)
-	enc, err := encoder(name)
-	if err != nil {
-		return nil, err
+	tab, ok := tables[name]
+	if !ok {
+		return nil, fmt.Errorf("agent: unknown encoding %q", name)
 	}
-	c := newCounter(name, enc)
+	c := newCounter(name, tab)
 	c.claude = strings.Contains(strings.ToLower(model), "claude")
 	return c, nil
 }
 
-func newCounter(name string, enc *tiktoken.Tiktoken) *Counter {
+func newCounter(name string, tab *lazyTable) *Counter {
 	return &Counter{
 		encoding: name,
-		enc:      enc,
+		tab:      tab,
 		seed:     maphash.MakeSeed(),
 		lru:      list.New(),
 		index:    make(map[uint64]*list.Element),
@@ -124,12 +91,20 @@ func (c *Counter) Encoding() string {
 }
 
 // Count returns the number of tokens of s. A nil Counter (or one without a
-// tokenizer) estimates len(s)/4, rounded up.
+// tokenizer) estimates len(s)/4, rounded up. The first count builds the
+// encoding's table (tens of milliseconds, once per process); counts are
+// exact from the first one, so compaction never acts on an estimate.
 func (c *Counter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
-	if c == nil || c.enc == nil {
+	var t *bpeTable
+	if c != nil && c.tab != nil {
+		t, _ = c.tab.get()
+	}
+	if t == nil {
+		// No tokenizer, or its embedded table failed to load (a broken
+		// build): the byte estimate.
 		return (len(s) + 3) / 4
 	}
 	// Byte-pair merging is quadratic in the length of one pre-tokenized
@@ -142,13 +117,13 @@ func (c *Counter) Count(s string) int {
 		case ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r':
 			run = 0
 		case run >= maxRun && utf8.RuneStart(ch):
-			n += len(c.enc.EncodeOrdinary(s[start:i]))
+			n += t.count(s[start:i])
 			start, run = i, 1
 		default:
 			run++
 		}
 	}
-	return n + len(c.enc.EncodeOrdinary(s[start:]))
+	return n + t.count(s[start:])
 }
 
 // maxRun is the longest run of non-space bytes tokenized in one piece.
