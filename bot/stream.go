@@ -79,6 +79,8 @@ type streamer struct {
 	onPost   func(ctx context.Context, ts string)
 	lost     bool
 	reported bool
+	// sign is the reply's sign of life (sign.go), nil when none.
+	sign *lifeSign
 }
 
 // postedMsg is one message of the reply.

@@ -21,6 +21,7 @@ const (
 	FilesInfo                           = "files.info"
 	OAuthV2Access                       = "oauth.v2.access" // not a bot-token call: no row in webMethods
 	ReactionsAdd                        = "reactions.add"
+	ReactionsRemove                     = "reactions.remove"
 	TeamInfo                            = "team.info"
 	UsergroupsUsersList                 = "usergroups.users.list"
 	UsersInfo                           = "users.info"
@@ -32,6 +33,6 @@ const (
 var methods = []string{
 	AppsConnectionsOpen, AssistantThreadsSetStatus, AssistantThreadsSetSuggestedPrompts, AssistantThreadsSetTitle,
 	AuthTest, ChatAppendStream, ChatDelete, ChatPostEphemeral, ChatPostMessage, ChatStartStream, ChatStopStream,
-	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, ReactionsAdd, TeamInfo,
+	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, ReactionsAdd, ReactionsRemove, TeamInfo,
 	UsergroupsUsersList, UsersInfo, ViewsOpen, ViewsPublish,
 }

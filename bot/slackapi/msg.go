@@ -18,6 +18,9 @@ type Msg struct {
 	Thread string
 }
 
+// Options are m's message options (for a call made through Client.Do).
+func (m Msg) Options() []slack.MsgOption { return m.options() }
+
 func (m Msg) options() []slack.MsgOption {
 	opts := []slack.MsgOption{slack.MsgOptionText(string(m.Text), false)}
 	if len(m.Blocks) > 0 {
