@@ -9,19 +9,21 @@ import (
 // Metrics are the bot's Prometheus instruments, registered on a registry the
 // caller owns (one per process; no globals).
 type Metrics struct {
-	Turns           *prometheus.CounterVec
-	TurnDuration    prometheus.Histogram
-	FirstText       prometheus.Histogram
-	SlackCalls      *prometheus.CounterVec
-	RateLimited     *prometheus.CounterVec
-	ToolCalls       *prometheus.CounterVec
-	Tokens          *prometheus.CounterVec
-	ActiveTurns     prometheus.Gauge
-	Sockets         prometheus.Gauge
-	Deduped         prometheus.Counter
-	Events          *prometheus.CounterVec
-	AckLatency      prometheus.Histogram
-	QueuedMessages  prometheus.Counter
+	Turns          *prometheus.CounterVec
+	TurnDuration   prometheus.Histogram
+	FirstText      prometheus.Histogram
+	SlackCalls     *prometheus.CounterVec
+	RateLimited    *prometheus.CounterVec
+	ToolCalls      *prometheus.CounterVec
+	Tokens         *prometheus.CounterVec
+	ActiveTurns    prometheus.Gauge
+	Sockets        prometheus.Gauge
+	Deduped        prometheus.Counter
+	Events         *prometheus.CounterVec
+	AckLatency     prometheus.Histogram
+	QueuedMessages prometheus.Counter
+	// Signs counts signs of life by kind (reaction, note) (sign.go).
+	Signs           *prometheus.CounterVec
 	UserRateLimited prometheus.Counter
 
 	// The Slack call governor (slackapi/governor.go).
@@ -92,6 +94,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bobbin_ack_latency_seconds", Help: "Time from receiving an envelope to its ack.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 13),
 		}),
+		Signs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_signs_of_life_total",
+			Help: "Signs of life shown on mentions whose reply showed nothing within a second, by kind (reaction, note).",
+		}, []string{"kind"}),
 		QueuedMessages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bobbin_queued_messages_total", Help: "Messages queued behind a running turn.",
 		}),
@@ -119,7 +125,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
-			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited,
+			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.Signs, m.UserRateLimited,
 			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
 			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents, m.Feedback)
 	}

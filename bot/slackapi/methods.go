@@ -24,6 +24,7 @@ const (
 	FilesInfo                           = "files.info"
 	OAuthV2Access                       = "oauth.v2.access" // not a bot-token call: no row in webMethods
 	ReactionsAdd                        = "reactions.add"
+	ReactionsRemove                     = "reactions.remove"
 	TeamInfo                            = "team.info"
 	UsergroupsUsersList                 = "usergroups.users.list"
 	UsersInfo                           = "users.info"
@@ -35,6 +36,6 @@ const (
 var methods = []string{
 	AgentsSessionsSetStatus, AppsConnectionsOpen, AssistantSearchContext, AssistantThreadsSetStatus, AssistantThreadsSetSuggestedPrompts, AssistantThreadsSetTitle,
 	AuthTest, ChatAppendStream, ChatDelete, ChatPostEphemeral, ChatPostMessage, ChatStartStream, ChatStopStream,
-	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, ReactionsAdd, TeamInfo,
+	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, ReactionsAdd, ReactionsRemove, TeamInfo,
 	UsergroupsUsersList, UsersInfo, ViewsOpen, ViewsPublish,
 }
