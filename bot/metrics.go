@@ -44,6 +44,9 @@ type Metrics struct {
 	Usage *UsageMetrics
 	// Feedback counts 👍/👎 clicks on answers (feedback.go).
 	Feedback *prometheus.CounterVec
+	// FeedbackVotes is bobbin_feedback_votes{value}, read from the store
+	// at each scrape (feedback.go).
+	FeedbackVotes *feedbackVotes
 
 	// api holds the Web API call instruments above for slackapi.
 	api *slackapi.Metrics
@@ -122,12 +125,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		InstallEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_slack_install_events_total", Help: "Slack installation events, by event (installed, install_failed, uninstalled, token_refreshed, token_refresh_failed).",
 		}, []string{"event"}),
+		FeedbackVotes: newFeedbackVotes(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
 			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.Signs, m.UserRateLimited,
 			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
-			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents, m.Feedback)
+			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents, m.Feedback, m.FeedbackVotes)
 	}
 	m.Usage = newUsageMetrics(reg)
 	return m
