@@ -204,23 +204,16 @@ type usergroupCache interface {
 }
 
 // groups is the process's part of user group resolution: one Slack call
-// at a time per group (the rest wait for its answer), and the cache when
-// the store has none.
+// at a time per group (the rest wait for its answer).
 type groups struct {
 	mu       sync.Mutex
 	inflight map[string]*groupFlight
-	local    map[string]groupEntry
 }
 
 type groupFlight struct {
 	done    chan struct{}
 	members []string
 	err     error
-}
-
-type groupEntry struct {
-	members []string
-	at      time.Time
 }
 
 // usergroupMembers returns a user group's members: from the shared cache,
@@ -230,25 +223,15 @@ type groupEntry struct {
 // reported as errNoSuchGroup or errGroupsNeedPlan; other failures are not
 // cached.
 func (b *Bot) usergroupMembers(ctx context.Context, team, group string, fresh bool) ([]string, error) {
-	cache, _ := b.store.(usergroupCache)
 	key := team + "/" + group
 	g := &b.ctl.groups
 	if !fresh {
-		if cache != nil {
-			members, ok, err := cache.CachedUsergroup(ctx, team, group)
-			if err == nil && ok {
-				return members, nil
-			}
-			if err != nil {
-				b.log.Debug("bot: reading cached user group members failed; asking Slack", "team", team, "usergroup", group, "err", err)
-			}
-		} else {
-			g.mu.Lock()
-			e, ok := g.local[key]
-			g.mu.Unlock()
-			if ok && time.Since(e.at) < b.usergroupTTL() {
-				return e.members, nil
-			}
+		members, ok, err := b.store.CachedUsergroup(ctx, team, group)
+		if err == nil && ok {
+			return members, nil
+		}
+		if err != nil {
+			b.log.Debug("bot: reading cached user group members failed; asking Slack", "team", team, "usergroup", group, "err", err)
 		}
 	}
 	g.mu.Lock()
@@ -275,17 +258,8 @@ func (b *Bot) usergroupMembers(ctx context.Context, team, group string, fresh bo
 	if f.err != nil && !errors.Is(f.err, errNoSuchGroup) && !errors.Is(f.err, errGroupsNeedPlan) {
 		return nil, f.err
 	}
-	if cache != nil {
-		if err := cache.CacheUsergroup(ctx, team, group, f.members, b.usergroupTTL()); err != nil {
-			b.log.Debug("bot: caching user group members failed", "team", team, "usergroup", group, "err", err)
-		}
-	} else {
-		g.mu.Lock()
-		if g.local == nil || len(g.local) >= maxRoleEntries {
-			g.local = map[string]groupEntry{}
-		}
-		g.local[key] = groupEntry{members: f.members, at: time.Now()}
-		g.mu.Unlock()
+	if err := b.store.CacheUsergroup(ctx, team, group, f.members, b.usergroupTTL()); err != nil {
+		b.log.Debug("bot: caching user group members failed", "team", team, "usergroup", group, "err", err)
 	}
 	return f.members, f.err
 }

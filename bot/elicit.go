@@ -114,11 +114,6 @@ type questionStore interface {
 	PendingQuestions(ctx context.Context, k session.ThreadKey) ([]session.Question, error)
 }
 
-func (b *Bot) questions() questionStore {
-	qs, _ := b.store.(questionStore)
-	return qs
-}
-
 // Action ids of the question buttons; every value is the question id.
 const (
 	actionQAnswer  = "bobbin_q_answer"
@@ -152,10 +147,7 @@ var errQuestionUnrecorded = errors.New("the question could not be recorded")
 // APPROVAL_TIMEOUT (answered cancel); Stop withdraws it. An error means
 // nobody answered (callers answer the server cancel).
 func (b *Bot) Ask(ctx context.Context, q Question) (QuestionAnswer, error) {
-	qs := b.questions()
-	if qs == nil {
-		return QuestionAnswer{Action: AnswerCancel}, errors.New("questions need the shared store")
-	}
+	qs := b.store
 	if q.Team == "" || q.User == "" || q.Channel == "" || q.Thread == "" {
 		return QuestionAnswer{Action: AnswerCancel}, errors.New("the question has nobody to ask")
 	}
@@ -262,7 +254,7 @@ func (b *Bot) withdrawQuestion(ctx context.Context, rec session.Question, q Ques
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	got, won, err := b.questions().AnswerQuestion(dctx, rec.ID, state, by, nil)
+	got, won, err := b.store.AnswerQuestion(dctx, rec.ID, state, by, nil)
 	if err != nil {
 		b.log.Warn("bot: closing an abandoned question failed", "question", rec.ID, "err", err)
 		return ctx.Err()
@@ -289,10 +281,7 @@ func (b *Bot) settleQuestion(ctx context.Context, got session.Question, q Questi
 // on a replica not running the turn: the waiting Ask, wherever it runs,
 // wakes and closes its message.
 func (b *Bot) withdrawQuestions(ctx context.Context, k session.ThreadKey, by string) {
-	qs := b.questions()
-	if qs == nil {
-		return
-	}
+	qs := b.store
 	open, err := qs.PendingQuestions(ctx, k)
 	if err != nil {
 		b.log.Warn("bot: listing open questions failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
@@ -458,10 +447,7 @@ func questionClicks(cb slack.InteractionCallback) []*slack.BlockAction {
 // loadQuestion reads a question a click names; the message is posted just
 // before its record is stored, so a very quick click waits a little.
 func (b *Bot) loadQuestion(ctx context.Context, cb slack.InteractionCallback, id string) (session.Question, Question, bool) {
-	qs := b.questions()
-	if qs == nil {
-		return session.Question{}, Question{}, false
-	}
+	qs := b.store
 	rec, err := qs.GetQuestion(ctx, id)
 	for try := 0; errors.Is(err, session.ErrNotFound) && try < 40 && sleepCtx(ctx, 25*time.Millisecond); try++ {
 		rec, err = qs.GetQuestion(ctx, id)
@@ -522,7 +508,7 @@ func (b *Bot) questionAction(ctx context.Context, cb slack.InteractionCallback, 
 	if state == session.QuestionAccept && q.Mode != QuestionURL {
 		return // forms are accepted through their modal only
 	}
-	got, won, err := b.questions().AnswerQuestion(ctx, rec.ID, state, user, nil)
+	got, won, err := b.store.AnswerQuestion(ctx, rec.ID, state, user, nil)
 	if err != nil {
 		b.log.Warn("bot: recording an answer failed", "question", rec.ID, "err", err)
 		b.tell(ctx, cb, rec.ThreadTS, "I couldn't record your answer just now. Please try again.")

@@ -308,7 +308,7 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 	if err != nil {
 		return fail("I couldn't read this answer. Please try again.")
 	}
-	got, won, err := b.questions().AnswerQuestion(ctx, rec.ID, session.QuestionAccept, user, raw)
+	got, won, err := b.store.AnswerQuestion(ctx, rec.ID, session.QuestionAccept, user, raw)
 	if err != nil {
 		b.log.Warn("bot: recording an answer failed", "question", rec.ID, "err", err)
 		return fail("I couldn't record your answer just now. Please send it again.")
