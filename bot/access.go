@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -21,36 +22,12 @@ import (
 // people of other organizations (users.info, cached), and the members of
 // user groups (usergroups.users.list, cached in Redis for every replica).
 
-// Access is where a turn runs and whose messages it answers.
-type Access struct {
-	Team string
-	// Channel is the conversation; DM is set for direct messages,
-	// including the assistant pane.
-	Channel string
-	DM      bool
-	// AnyPlace: the place is not checked (the App Home asks whether the
-	// person may use a server anywhere).
-	AnyPlace bool
-	// People are the people whose messages the turn answers (a merged
-	// turn has several; all must be in a server's scope).
-	People []Person
-	// Members lists a user group's members (cached); an error means the
-	// group grants nothing.
-	Members func(ctx context.Context, group string) ([]string, error)
-}
+// Access is where a turn runs and whose messages it answers (one
+// definition with mcp: access.Access).
+type Access = access.Access
 
-// Person is one person a turn answers.
-type Person struct {
-	ID string
-	// Guest: is_restricted or is_ultra_restricted.
-	Guest bool
-	// External: of another organization (Slack Connect): is_stranger, or
-	// a workspace that is not this one (users.info team_id, the event's
-	// user_team) and not of the same Enterprise Grid org.
-	External bool
-	// Unverified: users.info could not be read; treated like a guest.
-	Unverified bool
-}
+// Person is one person a turn answers (access.Person).
+type Person = access.Person
 
 // DefaultUsergroupCacheTTL is how long a user group's members are reused
 // when Options.UsergroupCacheTTL is zero (USERGROUP_CACHE_TTL).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
@@ -59,43 +60,22 @@ type Question struct {
 	URL string `json:"url,omitempty"`
 }
 
-// Field kinds of a form (the flat schema of the MCP spec).
+// Field kinds of a form (ask's).
 const (
-	FieldString    = "string"
-	FieldNumber    = "number"
-	FieldInteger   = "integer"
-	FieldBoolean   = "boolean"
-	FieldEnum      = "enum"
-	FieldMultiEnum = "multi_enum"
+	FieldString    = ask.FieldString
+	FieldNumber    = ask.FieldNumber
+	FieldInteger   = ask.FieldInteger
+	FieldBoolean   = ask.FieldBoolean
+	FieldEnum      = ask.FieldEnum
+	FieldMultiEnum = ask.FieldMultiEnum
 )
 
-// FormField is one field of a form (mirrors mcp.ElicitField).
-type FormField struct {
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	Kind        string `json:"kind"`
-	// Format is "", "email", "uri", "date" or "date-time" (strings).
-	Format   string `json:"format,omitempty"`
-	Required bool   `json:"required,omitempty"`
-	// Default is the pre-filled value: string, number, bool or []string.
-	Default   any          `json:"default,omitempty"`
-	MinLength *int         `json:"min_length,omitempty"`
-	MaxLength *int         `json:"max_length,omitempty"`
-	Minimum   *float64     `json:"minimum,omitempty"`
-	Maximum   *float64     `json:"maximum,omitempty"`
-	MinItems  *int         `json:"min_items,omitempty"`
-	MaxItems  *int         `json:"max_items,omitempty"`
-	Options   []FormOption `json:"options,omitempty"`
-	// Sensitive answers are never shown back.
-	Sensitive bool `json:"sensitive,omitempty"`
-}
+// FormField is one field of a form: mcp parses it from the server's
+// schema, the bot renders and stores it (one definition, ask.Field).
+type FormField = ask.Field
 
-// FormOption is one choice of an enum; Title is "" when untitled.
-type FormOption struct {
-	Value string `json:"value"`
-	Title string `json:"title,omitempty"`
-}
+// FormOption is one choice of an enum (ask.Option).
+type FormOption = ask.Option
 
 // QuestionAnswer is the person's answer. Content (form accept only) maps
 // field names to string, float64, int64, bool or []string values.
