@@ -112,7 +112,7 @@ func BenchmarkCount100KB(b *testing.B) {
 		b.SetBytes(int64(len(s)))
 		b.ReportAllocs()
 		for range b.N {
-			c.enc.EncodeOrdinary(s)
+			c.enc().EncodeOrdinary(s)
 		}
 	})
 }

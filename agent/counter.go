@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/bobbinbot/bobbin/provider"
@@ -21,7 +22,9 @@ const (
 
 // encoders holds one tokenizer per encoding for the whole process: building
 // one costs 90-200 ms and ~12-24 MB, and a built one is safe for concurrent
-// use (providers.md §10).
+// use (providers.md §10). It is built on the first count, not when a
+// Counter is made: a replica that has not run a turn does not hold it, and
+// nothing slow happens before the socket connects.
 var encoders = map[string]*sharedEncoder{
 	EncodingO200K:  {},
 	EncodingCL100K: {},
@@ -32,24 +35,30 @@ var encoders = map[string]*sharedEncoder{
 var loaderOnce sync.Once
 
 type sharedEncoder struct {
-	once sync.Once
-	enc  *tiktoken.Tiktoken
-	err  error
+	name  string
+	once  sync.Once
+	built atomic.Bool
+	enc   *tiktoken.Tiktoken
+	err   error
 }
 
-func encoder(name string) (*tiktoken.Tiktoken, error) {
-	s, ok := encoders[name]
-	if !ok {
-		return nil, fmt.Errorf("agent: unknown encoding %q", name)
-	}
+// get builds the encoder on first use.
+func (s *sharedEncoder) get() (*tiktoken.Tiktoken, error) {
 	loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
 	s.once.Do(func() {
-		s.enc, s.err = tiktoken.GetEncoding(name)
+		s.enc, s.err = tiktoken.GetEncoding(s.name)
 		if s.err != nil {
-			s.err = fmt.Errorf("agent: tokenizer %s: %w", name, s.err)
+			s.err = fmt.Errorf("agent: tokenizer %s: %w", s.name, s.err)
 		}
+		s.built.Store(true)
 	})
 	return s.enc, s.err
+}
+
+func init() {
+	for name, s := range encoders {
+		s.name = name
+	}
 }
 
 // EncodingFor returns the tiktoken encoding used for model: cl100k_base for
@@ -77,7 +86,7 @@ const counterCacheSize = 1 << 14
 // is safe for concurrent use; share one per model across sessions.
 type Counter struct {
 	encoding string
-	enc      *tiktoken.Tiktoken // nil: estimate from bytes
+	src      *sharedEncoder // nil: estimate from bytes
 	seed     maphash.Seed
 	// claude selects Anthropic's image formula over OpenAI's.
 	claude bool
@@ -93,22 +102,23 @@ type countEntry struct {
 }
 
 // NewCounter returns a Counter with the encoding for model (see
-// EncodingFor). The encoder is built once per process and shared.
+// EncodingFor). The encoder is built once per process, on the first count,
+// and shared.
 func NewCounter(model string) (*Counter, error) {
 	name := EncodingFor(model)
-	enc, err := encoder(name)
-	if err != nil {
-		return nil, err
+	src, ok := encoders[name]
+	if !ok {
+		return nil, fmt.Errorf("agent: unknown encoding %q", name)
 	}
-	c := newCounter(name, enc)
+	c := newCounter(name, src)
 	c.claude = strings.Contains(strings.ToLower(model), "claude")
 	return c, nil
 }
 
-func newCounter(name string, enc *tiktoken.Tiktoken) *Counter {
+func newCounter(name string, src *sharedEncoder) *Counter {
 	return &Counter{
 		encoding: name,
-		enc:      enc,
+		src:      src,
 		seed:     maphash.MakeSeed(),
 		lru:      list.New(),
 		index:    make(map[uint64]*list.Element),
@@ -123,13 +133,26 @@ func (c *Counter) Encoding() string {
 	return c.encoding
 }
 
+// enc is the encoder, built on first use; nil: estimate from bytes (no
+// tokenizer, or its embedded files failed to load: a broken build).
+func (c *Counter) enc() *tiktoken.Tiktoken {
+	if c == nil || c.src == nil {
+		return nil
+	}
+	e, _ := c.src.get()
+	return e
+}
+
 // Count returns the number of tokens of s. A nil Counter (or one without a
-// tokenizer) estimates len(s)/4, rounded up.
+// tokenizer) estimates len(s)/4, rounded up. Counts are exact from the
+// first one (it waits for the encoder), so compaction never acts on an
+// estimate.
 func (c *Counter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
-	if c == nil || c.enc == nil {
+	enc := c.enc()
+	if enc == nil {
 		return (len(s) + 3) / 4
 	}
 	// Byte-pair merging is quadratic in the length of one pre-tokenized
@@ -142,13 +165,13 @@ func (c *Counter) Count(s string) int {
 		case ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r':
 			run = 0
 		case run >= maxRun && utf8.RuneStart(ch):
-			n += len(c.enc.EncodeOrdinary(s[start:i]))
+			n += len(enc.EncodeOrdinary(s[start:i]))
 			start, run = i, 1
 		default:
 			run++
 		}
 	}
-	return n + len(c.enc.EncodeOrdinary(s[start:]))
+	return n + len(enc.EncodeOrdinary(s[start:]))
 }
 
 // maxRun is the longest run of non-space bytes tokenized in one piece.

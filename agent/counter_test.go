@@ -67,7 +67,7 @@ func TestCounter(t *testing.T) {
 	}
 	// Long runs are counted in segments, close to the exact count.
 	run := strings.Repeat("aGVsbG8gd29ybGQ", 40)
-	exact := len(c.enc.EncodeOrdinary(run))
+	exact := len(c.enc().EncodeOrdinary(run))
 	if got := c.Count(run); math.Abs(float64(got-exact)) > 0.05*float64(exact) {
 		t.Errorf("segmented count %d, exact %d", got, exact)
 	}
@@ -239,3 +239,24 @@ func FuzzSanitizeCap(f *testing.F) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
+
+// TestTokenizerBuiltOnFirstCount: making a Counter builds no encoder (a
+// replica that has not run a turn does not hold its tables); the first
+// count builds it and is exact.
+func TestTokenizerBuiltOnFirstCount(t *testing.T) {
+	src := &sharedEncoder{name: EncodingO200K}
+	c := newCounter(EncodingO200K, src)
+	if src.built.Load() {
+		t.Fatal("the encoder was built when the Counter was made")
+	}
+	if _, err := NewCounter("gpt-4o"); err != nil {
+		t.Fatal(err)
+	}
+	got := c.Count("hello world")
+	if !src.built.Load() {
+		t.Fatal("the first count did not build the encoder")
+	}
+	if got != 2 {
+		t.Errorf("Count(hello world) = %d, want 2", got)
+	}
+}

@@ -158,6 +158,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout
 		fo.MaxRetries, fo.DialerRetries, fo.DialerRetryTimeout = ro.MaxRetries, ro.DialerRetries, ro.DialerRetryTimeout
 		fo.ContextTimeoutEnabled, fo.DisableIdentity = true, true
+		fo.ReadBufferSize, fo.WriteBufferSize, fo.PipelinePoolSize = ro.ReadBufferSize, ro.WriteBufferSize, ro.PipelinePoolSize
 		newClient = func(poolSize int) redis.UniversalClient {
 			o := *fo
 			o.PoolSize = cmp.Or(poolSize, o.PoolSize)
@@ -172,6 +173,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		co.DialTimeout, co.ReadTimeout, co.WriteTimeout = ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout
 		co.DialerRetries, co.DialerRetryTimeout = ro.DialerRetries, ro.DialerRetryTimeout
 		co.ContextTimeoutEnabled, co.DisableIdentity = true, true
+		co.ReadBufferSize, co.WriteBufferSize, co.PipelinePoolSize = ro.ReadBufferSize, ro.WriteBufferSize, ro.PipelinePoolSize
 		co.MaintNotificationsConfig = ro.MaintNotificationsConfig
 		// MOVED/ASK redirects during a resharding or failover are followed;
 		// a command is retried once more than on one node because a
@@ -220,8 +222,18 @@ func (s *Store) clientOptions(ro *redis.Options) *redis.Options {
 	// the shared *Options under a per-Conn lock: a data race between the
 	// dedicated connections WaitApproval takes from s.waits.
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	// Bounded buffers: go-redis gives each connection 32 KiB + 32 KiB and
+	// each connection of its separate pipeline pool 128 KiB + 128 KiB, most
+	// of a busy replica's Redis memory (issue 23); our commands and
+	// pipelines are small, and a large transcript only costs a few more
+	// reads.
+	ro.ReadBufferSize, ro.WriteBufferSize = connBuffer, connBuffer
+	ro.PipelinePoolSize = -1 // pipelines share the main pool
 	return ro
 }
+
+// connBuffer is each Redis connection's read and write buffer.
+const connBuffer = 8 << 10
 
 // maxWaiters bounds the connections of concurrent WaitApproval calls; they
 // are dialled only as waiters need them.

@@ -102,9 +102,16 @@ channels:
 
 	// respond: mention: a reply in the bot's thread starts no turn; it is
 	// context for the next mention there.
-	done := strings.Count(logs.String(), "bot: turn done")
+	// (Wait for this thread's own turn: an earlier turn may still finish.)
 	thread := emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "start a thread", "")
-	if err := emu.WaitFor(ctx, func() bool { return strings.Count(logs.String(), "bot: turn done") > done }); err != nil {
+	if err := emu.WaitFor(ctx, func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "bot: turn done") && strings.Contains(l, `"thread":"`+thread.TS+`"`) {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
 		t.Fatal("the thread's first turn did not finish")
 	}
 	n := len(llm.Requests())

@@ -71,11 +71,18 @@ func binary(t *testing.T) string {
 		}
 		buildBin = filepath.Join(buildDir, "bobbin")
 		args := []string{"build", "-o", buildBin}
+		env := os.Environ()
 		if os.Getenv("BOBBIN_FAULT_RACE") == "1" {
 			args = append(args, "-race")
+		} else {
+			// As the Dockerfile builds it (the weight figures are the
+			// shipped binary's).
+			args = append(args, "-trimpath", "-ldflags=-s -w")
+			env = append(env, "CGO_ENABLED=0")
 		}
 		cmd := exec.Command("go", append(args, "./cmd/bot")...)
 		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/bot: %v\n%s", err, out)
 		}
@@ -260,13 +267,16 @@ type clusterOpts struct {
 	// words is the answer length in words; interval the pause per token.
 	words    int
 	interval time.Duration
+	// strict keeps the emulator's default (Slack's) rate limits and the
+	// bots' own governor on, as in production.
+	strict bool
 }
 
 func newCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
 	requireEnv(t)
 	bin := binary(t)
-	o.emu.NoRateLimits = true
+	o.emu.NoRateLimits = !o.strict
 	o.emu.MessageEventsOnMention = true
 	emu := slackemu.New(o.emu)
 	t.Cleanup(emu.Close)
@@ -298,7 +308,16 @@ func newCluster(t *testing.T, o clusterOpts) *cluster {
 		"LOG_LEVEL":             "info",
 		"LOG_FORMAT":            "json",
 	}
+	if o.strict {
+		for _, k := range []string{"SLACK_UPDATES_PER_MINUTE", "SLACK_RATE_LIMITS", "USER_TURNS_PER_MINUTE"} {
+			delete(c.env, k)
+		}
+	}
 	for k, v := range o.env {
+		if v == "" {
+			delete(c.env, k) // unset it
+			continue
+		}
 		c.env[k] = v
 	}
 	t.Cleanup(c.killAll)
