@@ -40,3 +40,19 @@ func FileSharerFrom(ctx context.Context) FileSharer {
 	s, _ := ctx.Value(fileSharerKey{}).(FileSharer)
 	return s
 }
+
+// ToolTable is a tool result that is a JSON array of flat objects, as
+// rows: Columns in the order the first objects gave them, one cell per
+// column (the value as text, "" when absent).
+type ToolTable struct {
+	Tool    string
+	Columns []string
+	Rows    [][]string
+}
+
+// TableSharer is a FileSharer that also shows tabular results to the
+// person (a table in the thread, or a CSV file when it is too large for
+// one). ShareTable returns the line the model gets besides the result.
+type TableSharer interface {
+	ShareTable(ctx context.Context, t ToolTable) string
+}

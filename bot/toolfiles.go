@@ -38,12 +38,18 @@ type threadFiles struct {
 
 var _ agent.FileSharer = threadFiles{}
 
-func (b *Bot) toolFiles(k session.ThreadKey) threadFiles {
+// toolFiles is the sharer of tool's calls in k; false for a private tool
+// in a channel, whose result goes to the asker only (private.go): its
+// files stay placeholders rather than go up for the whole channel.
+func (b *Bot) toolFiles(k session.ThreadKey, tool agent.Tool) (threadFiles, bool) {
+	if ht, ok := tool.(agent.HintedTool); ok && ht.Hints().Private && !inDM(k.Channel) {
+		return threadFiles{}, false
+	}
 	n := b.opts.ToolFileMaxBytes
 	if n <= 0 {
 		n = DefaultToolFileMaxBytes
 	}
-	return threadFiles{b: b, k: k, max: n}
+	return threadFiles{b: b, k: k, max: n}, true
 }
 
 func (s threadFiles) MaxFileBytes() int64 { return s.max }

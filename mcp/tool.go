@@ -175,10 +175,20 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 		return "", nil, fmt.Errorf("%s: %w", t.spec.Name, err)
 	}
 	var notes map[int]string
+	tableNote := ""
 	if s := agent.FileSharerFrom(ctx); s != nil && !res.IsError {
 		notes = t.shareFiles(ctx, s, res)
+		if ts, ok := s.(agent.TableSharer); ok {
+			if tb, ok := resultTable(t.spec.Name, res); ok {
+				tableNote = ts.ShareTable(ctx, tb)
+			}
+		}
 	}
 	out, imgs := resultContent(res, images, notes)
+	if tableNote != "" {
+		// First, so the output cap never cuts it.
+		out = tableNote + "\n" + out
+	}
 	out = capOutput(out, t.mt.m.outputCap())
 	if res.IsError {
 		if out == "" {

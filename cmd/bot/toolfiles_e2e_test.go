@@ -44,6 +44,8 @@ func filesMCP(t *testing.T, csv, pngData, pdf, big []byte) string {
 		&mcpsdk.ImageContent{Data: pngData, MIMEType: "image/png"})
 	size := int64(len(pdf))
 	add("report", &mcpsdk.ResourceLink{URI: "reports://q3", Name: "q3-report.pdf", MIMEType: "application/pdf", Size: &size})
+	add("rows12", &mcpsdk.TextContent{Text: jsonRows(12)})
+	add("rows2000", &mcpsdk.TextContent{Text: jsonRows(2000)})
 	add("dump", &mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "file:///dump.bin", MIMEType: "application/octet-stream", Blob: big}})
 	srv.AddResource(&mcpsdk.Resource{URI: "reports://q3", Name: "q3-report.pdf", MIMEType: "application/pdf"},
 		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -54,6 +56,20 @@ func filesMCP(t *testing.T, csv, pngData, pdf, big []byte) string {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs.URL + "/mcp"
+}
+
+// jsonRows is a JSON array of n flat objects.
+func jsonRows(n int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"Customer %d","active":%t,"note":null}`, i, i, i%2 == 0)
+	}
+	b.WriteString("]")
+	return b.String()
 }
 
 // TestToolFilesUploadedIntoThread runs the whole program against the
@@ -229,6 +245,30 @@ func TestToolFilesUploadedIntoThread(t *testing.T) {
 	if !noted {
 		t.Errorf("the person was not told the file was too large")
 	}
+	// A 12-row JSON result: a table block in the thread, header first.
+	th, result = ask("rows12")
+	var table []byte
+	for _, m := range emu.BotReplies(slackemu.DMAlice, th) {
+		if bytes.Contains(m.Blocks, []byte(`"type":"table"`)) {
+			table = m.Blocks
+		}
+	}
+	if table == nil || !bytes.Contains(table, []byte(`{"type":"raw_text","text":"active"}`)) || !bytes.Contains(table, []byte(`"text":"Customer 11"`)) {
+		t.Errorf("no table of the 12 rows in the thread; blocks: %s", table)
+	}
+	if !strings.Contains(result, "(12 rows × 4 columns) is shown to the person as a table") {
+		t.Errorf("the model's tool result for rows12: %.300q", result)
+	}
+	// A 2,000-row one: a CSV file.
+	th, result = ask("rows2000")
+	if got := files(th); len(got) != 1 || got[0].Name != srvName+"__rows2000.csv" || got[0].Mimetype != "text/csv" ||
+		!bytes.HasPrefix(got[0].Content, []byte("id,name,active,note\n0,Customer 0,true,\n")) || bytes.Count(got[0].Content, []byte("\n")) != 2001 {
+		t.Errorf("rows2000's files: %d; want one CSV of 2,001 lines", len(got))
+	}
+	if !strings.Contains(result, "(2000 rows × 4 columns) is too large for a table") {
+		t.Errorf("the model's tool result for rows2000: %.300q", result)
+	}
+
 	if rl := emu.RateLimited(); len(rl) != 0 {
 		t.Errorf("Slack rate-limited calls: %v", rl)
 	}
