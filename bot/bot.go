@@ -37,6 +37,7 @@ type Store interface {
 	Replace(ctx context.Context, k session.ThreadKey, fence int64, msgs []provider.Message) error
 	SaveMeta(ctx context.Context, k session.ThreadKey, fence int64, m session.Meta) error
 	Take(ctx context.Context, bucket string, perMinute, burst int) (bool, time.Duration, error)
+	feedbackStore // votes on answers (feedback.go)
 }
 
 // Runner runs one agent turn (*agent.Agent).
@@ -337,6 +338,7 @@ func New(opts Options) (*Bot, error) {
 		auth = installAuth{b}
 	}
 	b.slack = slackapi.New(gov, auth, log)
+	b.collectFeedbackVotes() // feedback.go
 	return b, nil
 }
 

@@ -89,6 +89,7 @@ type ToolInfo struct {
 const (
 	opHelp     = "help"
 	opAudit    = "audit"
+	opFeedback = "feedback"
 	opList     = "mcp list"
 	opTools    = "mcp tools"
 	opAdd      = "mcp add"
@@ -156,6 +157,7 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp scope <name> <#channel|@person|@group|guests|dm:off …>`: who may use a registered server's tools, and where; `clear` lifts it _(admins)_\n" +
 	policyHelp +
 	"• `/bobbin audit`: the latest approvals, tool calls and changes _(admins)_\n" +
+	feedbackHelp +
 	profileHelp +
 	"To talk to me, mention me in a channel or send me a direct message. Before I run a tool, I ask in the thread. " +
 	"My App Home tab shows this workspace's MCP servers and your connections."
@@ -179,6 +181,11 @@ func parseCommand(text string) (command, error) {
 			return command{}, usageError("`/bobbin audit` takes no arguments.")
 		}
 		return command{Op: opAudit}, nil
+	case "feedback":
+		if len(toks) > 1 {
+			return command{}, usageError("`/bobbin feedback` takes no arguments.")
+		}
+		return command{Op: opFeedback}, nil
 	case "mcp":
 	default:
 		return command{}, usageError(fmt.Sprintf("I don't know the command %q.", mrkdwn.Clip(toks[0], 40)))
@@ -468,6 +475,9 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 			return ephemeralAck("I couldn't read the audit log just now. Please try again in a moment.")
 		}
 		return b.answer(ctx, to, formatAudit(entries))
+	}
+	if cmd.Op == opFeedback {
+		return b.answer(ctx, to, b.feedbackReport(ctx, team)) // feedback.go
 	}
 	if b.opts.MCP == nil {
 		return ephemeralAck("MCP servers are not enabled on this bot.")

@@ -435,6 +435,13 @@ func TestGovernorWords20(t *testing.T) {
 // event ids: every mention answered exactly once, no 429 (reactions
 // included: the :eyes: on queued messages is lossy).
 func TestGovernorStorm200(t *testing.T) {
+	f, n := runStorm200(t)
+	t.Logf("storm-200: %d mentions, %d bot messages, %d reactions added", n, f.replies, f.calls["reactions.add"])
+}
+
+// runStorm200 runs the storm of TestGovernorStorm200, checks it (429s
+// included) and returns its figures and the number of mentions.
+func runStorm200(t *testing.T) (figures, int) {
 	w := newGovWorld(t, govOpts{scale: 0.25, emu: func(o *slackemu.Options) { o.MessageEventsOnMention = true }})
 	w.answerEach(6)
 	w.h.llm.SetTokenInterval(w.slack(30 * time.Millisecond))
@@ -528,7 +535,7 @@ func TestGovernorStorm200(t *testing.T) {
 	}
 	f.lastComplete = time.Duration(float64(last.Sub(start)) / w.scale)
 	w.check(f)
-	t.Logf("storm-200: %d mentions, %d bot messages, %d reactions added", n, replies, f.calls["reactions.add"])
+	return f, n
 }
 
 // TestGovernor429PausesEveryReplica: a 429 one replica gets pauses the

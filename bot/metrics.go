@@ -9,19 +9,21 @@ import (
 // Metrics are the bot's Prometheus instruments, registered on a registry the
 // caller owns (one per process; no globals).
 type Metrics struct {
-	Turns           *prometheus.CounterVec
-	TurnDuration    prometheus.Histogram
-	FirstText       prometheus.Histogram
-	SlackCalls      *prometheus.CounterVec
-	RateLimited     *prometheus.CounterVec
-	ToolCalls       *prometheus.CounterVec
-	Tokens          *prometheus.CounterVec
-	ActiveTurns     prometheus.Gauge
-	Sockets         prometheus.Gauge
-	Deduped         prometheus.Counter
-	Events          *prometheus.CounterVec
-	AckLatency      prometheus.Histogram
-	QueuedMessages  prometheus.Counter
+	Turns          *prometheus.CounterVec
+	TurnDuration   prometheus.Histogram
+	FirstText      prometheus.Histogram
+	SlackCalls     *prometheus.CounterVec
+	RateLimited    *prometheus.CounterVec
+	ToolCalls      *prometheus.CounterVec
+	Tokens         *prometheus.CounterVec
+	ActiveTurns    prometheus.Gauge
+	Sockets        prometheus.Gauge
+	Deduped        prometheus.Counter
+	Events         *prometheus.CounterVec
+	AckLatency     prometheus.Histogram
+	QueuedMessages prometheus.Counter
+	// Signs counts signs of life by kind (reaction, note) (sign.go).
+	Signs           *prometheus.CounterVec
 	UserRateLimited prometheus.Counter
 
 	// The Slack call governor (slackapi/governor.go).
@@ -42,6 +44,9 @@ type Metrics struct {
 	Usage *UsageMetrics
 	// Feedback counts 👍/👎 clicks on answers (feedback.go).
 	Feedback *prometheus.CounterVec
+	// FeedbackVotes is bobbin_feedback_votes{value}, read from the store
+	// at each scrape (feedback.go).
+	FeedbackVotes *feedbackVotes
 
 	// api holds the Web API call instruments above for slackapi.
 	api *slackapi.Metrics
@@ -92,6 +97,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bobbin_ack_latency_seconds", Help: "Time from receiving an envelope to its ack.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 13),
 		}),
+		Signs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bobbin_signs_of_life_total",
+			Help: "Signs of life shown on mentions whose reply showed nothing within a second, by kind (reaction, note).",
+		}, []string{"kind"}),
 		QueuedMessages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bobbin_queued_messages_total", Help: "Messages queued behind a running turn.",
 		}),
@@ -116,12 +125,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		InstallEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_slack_install_events_total", Help: "Slack installation events, by event (installed, install_failed, uninstalled, token_refreshed, token_refresh_failed).",
 		}, []string{"event"}),
+		FeedbackVotes: newFeedbackVotes(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
-			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.UserRateLimited,
+			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.Signs, m.UserRateLimited,
 			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
-			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents, m.Feedback)
+			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents, m.Feedback, m.FeedbackVotes)
 	}
 	m.Usage = newUsageMetrics(reg)
 	return m

@@ -201,6 +201,9 @@ func (b *Bot) interactive(ctx, turnCtx context.Context, raw json.RawMessage) any
 	if ack, ok := b.handleControl(ctx, cb); ok {
 		return ack
 	}
+	if cb.Type == slack.InteractionTypeViewSubmission && cb.View.CallbackID == callbackFeedbackReason {
+		return b.feedbackReasonSubmitted(ctx, cb) // feedback.go
+	}
 	if cb.Type == slack.InteractionTypeBlockActions {
 		for _, a := range cb.ActionCallback.BlockActions {
 			if a == nil {

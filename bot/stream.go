@@ -85,6 +85,8 @@ type streamer struct {
 	// finalPiece is the last piece of the final answer: it carries the
 	// feedback buttons (feedback.go).
 	finalPiece string
+	// sign is the reply's sign of life (sign.go), nil when none.
+	sign *lifeSign
 }
 
 // postedMsg is one message of the reply.

@@ -130,6 +130,7 @@ const guardFresh = 500 * time.Millisecond
 
 // posted records the first message of the reply with onPost.
 func (r *streamer) recordPost(ctx context.Context, ts string) {
+	r.sign.shown()
 	if r.onPost != nil && !r.reported {
 		r.reported = true
 		r.onPost(ctx, ts)

@@ -250,6 +250,8 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 
 	r := newStreamer(b, k, who)
 	b.guardStreamer(r, lease, meta.TurnID)
+	sign := b.startSign(ctx, r, who)
+	defer sign.done()
 	var loop sync.WaitGroup
 	loop.Go(func() { r.loop(turnCtx) })
 
@@ -329,6 +331,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		footer = failureFooter(runErr)
 	}
 	r.finish(fctx, res.Text, footer)
+	sign.done()
 
 	mu.Lock()
 	final := meta

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bobbinbot/bobbin/internal/envref"
 )
 
 // Config is the operator's MCP configuration file (MCP_CONFIG).
@@ -92,7 +94,7 @@ const (
 
 var (
 	serverNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envNameRE    = envref.NameRE
 	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
@@ -300,36 +302,10 @@ func (s *ServerConfig) validate(path, where string) []error {
 	return errs
 }
 
-// expandVars replaces ${NAME} with getenv(NAME). An unset or empty variable
-// is an error, so a missing secret fails loudly instead of sending "Bearer ".
-// A lone "$" is kept.
+// expandVars replaces ${NAME} with getenv(NAME) (envref.Expand: an unset
+// or empty variable is an error naming it; a lone "$" is kept).
 func expandVars(s string, getenv func(string) string) (string, error) {
-	if !strings.Contains(s, "${") {
-		return s, nil
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), nil
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			return "", errors.New("unterminated ${")
-		}
-		name := s[i+2 : i+j]
-		if !envNameRE.MatchString(name) {
-			return "", fmt.Errorf("invalid variable reference ${%s}", name)
-		}
-		v := getenv(name)
-		if v == "" {
-			return "", fmt.Errorf("variable %s is not set", name)
-		}
-		b.WriteString(s[:i])
-		b.WriteString(v)
-		s = s[i+j+1:]
-	}
+	return envref.Expand(s, getenv)
 }
 
 func expandMap(m map[string]string, getenv func(string) string, what string) (map[string]string, error) {

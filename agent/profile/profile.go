@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bobbinbot/bobbin/internal/envref"
 )
 
 // Respond modes: which messages of a channel start turns.
@@ -346,40 +348,9 @@ func keyList[V any](m map[string]V) string {
 	return strings.Join(slices.Sorted(mapKeys(m)), ", ")
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // expand replaces ${NAME} with getenv(NAME); an unset or empty variable is
 // an error naming it.
-func expand(s string, getenv func(string) string) (string, error) {
-	var b strings.Builder
-	var unset []string
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(s)
-			break
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			return "", errors.New("unterminated ${")
-		}
-		name := s[i+2 : i+j]
-		if !envNameRE.MatchString(name) {
-			return "", fmt.Errorf("invalid variable reference ${%s}", name)
-		}
-		v := getenv(name)
-		if v == "" {
-			unset = append(unset, name)
-		}
-		b.WriteString(s[:i])
-		b.WriteString(v)
-		s = s[i+j+1:]
-	}
-	if len(unset) > 0 {
-		return "", fmt.Errorf("variable %s is not set", strings.Join(unset, ", "))
-	}
-	return b.String(), nil
-}
+func expand(s string, getenv func(string) string) (string, error) { return envref.Expand(s, getenv) }
 
 // Profile returns the profile named name, or nil.
 func (c *Config) Profile(name string) *Profile {

@@ -288,9 +288,9 @@ func (g *Governor) waitPause(ctx context.Context, c Call) bool {
 func (g *Governor) request(c Call, l RateLimit) session.SpendRequest {
 	r := session.SpendRequest{Team: c.Team, Method: c.Method}
 	if !l.Off {
-		r.PerMinute, r.Burst = l.PerMinute, l.burst()
+		r.PerMinute, r.Burst = l.PerMinute, l.safeBurst()
 		if l.ChannelPerMinute > 0 && c.Channel != "" {
-			r.Channel, r.ChannelPerMinute, r.ChannelBurst = c.Channel, l.ChannelPerMinute, l.channelBurst()
+			r.Channel, r.ChannelPerMinute, r.ChannelBurst = c.Channel, l.ChannelPerMinute, l.safeChannelBurst()
 		}
 	}
 	if c.Prio == Lossy {
@@ -315,14 +315,14 @@ func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.Spen
 	if s := c.Slot; s != nil {
 		cl := g.Limit(s.Cover)
 		if !cl.Off {
-			cb := cl.burst()
+			cb := cl.safeBurst()
 			g.mu.Lock()
 			if st := g.known[c.Team+" "+s.Cover]; st != nil && st.factor > 0 {
 				cb = int(float64(cb) * st.factor)
 			}
 			g.mu.Unlock()
 			r.Slot = &session.SlotRequest{Pool: s.Pool, ID: s.ID, Cap: max(1, cb-1), TTL: g.slotTTL,
-				CoverMethod: s.Cover, CoverPerMinute: cl.PerMinute, CoverBurst: cl.burst()}
+				CoverMethod: s.Cover, CoverPerMinute: cl.PerMinute, CoverBurst: cl.safeBurst()}
 		}
 	}
 	if g.store == nil {
@@ -498,13 +498,13 @@ func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendRes
 		clear(g.local)
 	}
 	ws := c.Team + " " + c.Method
-	wait, ok := take(ws, l.PerMinute, l.burst(), false)
+	wait, ok := take(ws, l.PerMinute, l.safeBurst(), false)
 	if ok && l.ChannelPerMinute > 0 && c.Channel != "" {
-		wait, ok = take(ws+" "+c.Channel, l.ChannelPerMinute, l.channelBurst(), true)
+		wait, ok = take(ws+" "+c.Channel, l.ChannelPerMinute, l.safeChannelBurst(), true)
 	}
 	if !ok {
 		return session.SpendResult{Wait: wait, Factor: 1}
 	}
-	take(ws, l.PerMinute, l.burst(), true)
+	take(ws, l.PerMinute, l.safeBurst(), true)
 	return session.SpendResult{OK: true, Factor: 1, HasSlot: c.Slot != nil}
 }

@@ -36,6 +36,19 @@ func (l RateLimit) channelBurst() int {
 	return max(1, l.ChannelPerMinute/20)
 }
 
+// The governor spends one token fewer than the burst it believes Slack
+// has (issue 23): a call is admitted in Redis's time but reaches Slack
+// a few ms later, and calls admitted together at the start of a window
+// may arrive late while the next one, admitted a token later, arrives on
+// time. Slack's bucket then sees them closer together than the budget
+// did; the spare token absorbs that (the rates already keep a tenth back
+// for the same reason). A burst of 1 keeps its one token.
+func spareOne(b int) int { return max(1, b-1) }
+
+// safeBurst and safeChannelBurst are the bursts the governor spends.
+func (l RateLimit) safeBurst() int        { return spareOne(l.burst()) }
+func (l RateLimit) safeChannelBurst() int { return spareOne(l.channelBurst()) }
+
 // Slack's tiers 2 to 4 (Tier 1, 1 a minute, is for methods the bot does
 // not call), per minute, with a tenth kept back: our clock and Slack's
 // differ, and calls we admit a few ms apart may arrive closer together.

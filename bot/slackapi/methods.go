@@ -30,6 +30,7 @@ const (
 	FilesUploadBytes    = "files.upload_url"
 	OAuthV2Access       = "oauth.v2.access" // not a bot-token call: no row in webMethods
 	ReactionsAdd        = "reactions.add"
+	ReactionsRemove     = "reactions.remove"
 	TeamInfo            = "team.info"
 	UsergroupsUsersList = "usergroups.users.list"
 	UsersInfo           = "users.info"
@@ -41,6 +42,6 @@ const (
 var methods = []string{
 	AgentsSessionsSetStatus, AppsConnectionsOpen, AssistantSearchContext, AssistantThreadsSetStatus, AssistantThreadsSetSuggestedPrompts, AssistantThreadsSetTitle,
 	AuthTest, ChatAppendStream, ChatDelete, ChatPostEphemeral, ChatPostMessage, ChatStartStream, ChatStopStream,
-	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, FilesGetUploadURLExternal, FilesCompleteUploadExternal, FilesUploadBytes, ReactionsAdd, TeamInfo,
+	ChatUpdate, ConversationsInfo, ConversationsReplies, FilesInfo, FilesGetUploadURLExternal, FilesCompleteUploadExternal, FilesUploadBytes, ReactionsAdd, ReactionsRemove, TeamInfo,
 	UsergroupsUsersList, UsersInfo, ViewsOpen, ViewsPublish,
 }

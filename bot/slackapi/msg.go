@@ -18,6 +18,9 @@ type Msg struct {
 	Thread string
 }
 
+// Options are m's message options (for a call made through Client.Do).
+func (m Msg) Options() []slack.MsgOption { return m.options() }
+
 func (m Msg) options() []slack.MsgOption {
 	// Every post keeps link and media previews off (a tool's or the
 	// model's link must not unfurl into the thread).

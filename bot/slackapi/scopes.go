@@ -41,6 +41,7 @@ var webMethods = []WebMethod{
 	{"assistant.threads.setStatus", []string{"SetAssistantThreadsStatus", "SetAssistantThreadsStatusContext"}, []string{"assistant:write"}},
 	{"assistant.threads.setSuggestedPrompts", []string{"SetAssistantThreadsSuggestedPrompts", "SetAssistantThreadsSuggestedPromptsContext"}, []string{"assistant:write"}},
 	{"reactions.add", []string{"AddReaction", "AddReactionContext"}, []string{"reactions:write"}},
+	{"reactions.remove", []string{"RemoveReaction", "RemoveReactionContext"}, []string{"reactions:write"}},
 	{"users.info", []string{"GetUserInfo", "GetUserInfoContext"}, []string{"users:read"}},
 	{"team.info", []string{"GetTeamInfo", "GetTeamInfoContext", "GetOtherTeamInfo", "GetOtherTeamInfoContext"}, []string{"team:read"}},
 	// Channel names for the system prompt and the assistant pane's

@@ -84,7 +84,12 @@ func run(ctx context.Context, log *slog.Logger, scenario, serverURL string, cctx
 	var mgr *mcp.Manager
 	browser := &headless{log: log}
 	mgr = mcp.NewManager(mcp.Options{
-		Config:   &mcp.Config{Servers: []mcp.ServerConfig{sc}},
+		Config: &mcp.Config{Servers: []mcp.ServerConfig{sc}},
+		// A turn waits 2 s for a server still starting, then goes on
+		// without it (and a later turn gets its tools); the suite's one
+		// "turn" may wait as long as a scenario allows, so a slow start on
+		// a loaded machine is not a failed scenario.
+		ToolWait: 30 * time.Second,
 		Pins:     store,
 		Logger:   log,
 		Elicitor: prefilled{log: log},
