@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -21,36 +22,12 @@ import (
 // people of other organizations (users.info, cached), and the members of
 // user groups (usergroups.users.list, cached in Redis for every replica).
 
-// Access is where a turn runs and whose messages it answers.
-type Access struct {
-	Team string
-	// Channel is the conversation; DM is set for direct messages,
-	// including the assistant pane.
-	Channel string
-	DM      bool
-	// AnyPlace: the place is not checked (the App Home asks whether the
-	// person may use a server anywhere).
-	AnyPlace bool
-	// People are the people whose messages the turn answers (a merged
-	// turn has several; all must be in a server's scope).
-	People []Person
-	// Members lists a user group's members (cached); an error means the
-	// group grants nothing.
-	Members func(ctx context.Context, group string) ([]string, error)
-}
+// Access is where a turn runs and whose messages it answers (one
+// definition with mcp: access.Access).
+type Access = access.Access
 
-// Person is one person a turn answers.
-type Person struct {
-	ID string
-	// Guest: is_restricted or is_ultra_restricted.
-	Guest bool
-	// External: of another organization (Slack Connect): is_stranger, or
-	// a workspace that is not this one (users.info team_id, the event's
-	// user_team) and not of the same Enterprise Grid org.
-	External bool
-	// Unverified: users.info could not be read; treated like a guest.
-	Unverified bool
-}
+// Person is one person a turn answers (access.Person).
+type Person = access.Person
 
 // DefaultUsergroupCacheTTL is how long a user group's members are reused
 // when Options.UsergroupCacheTTL is zero (USERGROUP_CACHE_TTL).
@@ -204,23 +181,16 @@ type usergroupCache interface {
 }
 
 // groups is the process's part of user group resolution: one Slack call
-// at a time per group (the rest wait for its answer), and the cache when
-// the store has none.
+// at a time per group (the rest wait for its answer).
 type groups struct {
 	mu       sync.Mutex
 	inflight map[string]*groupFlight
-	local    map[string]groupEntry
 }
 
 type groupFlight struct {
 	done    chan struct{}
 	members []string
 	err     error
-}
-
-type groupEntry struct {
-	members []string
-	at      time.Time
 }
 
 // usergroupMembers returns a user group's members: from the shared cache,
@@ -230,25 +200,15 @@ type groupEntry struct {
 // reported as errNoSuchGroup or errGroupsNeedPlan; other failures are not
 // cached.
 func (b *Bot) usergroupMembers(ctx context.Context, team, group string, fresh bool) ([]string, error) {
-	cache, _ := b.store.(usergroupCache)
 	key := team + "/" + group
 	g := &b.ctl.groups
 	if !fresh {
-		if cache != nil {
-			members, ok, err := cache.CachedUsergroup(ctx, team, group)
-			if err == nil && ok {
-				return members, nil
-			}
-			if err != nil {
-				b.log.Debug("bot: reading cached user group members failed; asking Slack", "team", team, "usergroup", group, "err", err)
-			}
-		} else {
-			g.mu.Lock()
-			e, ok := g.local[key]
-			g.mu.Unlock()
-			if ok && time.Since(e.at) < b.usergroupTTL() {
-				return e.members, nil
-			}
+		members, ok, err := b.store.CachedUsergroup(ctx, team, group)
+		if err == nil && ok {
+			return members, nil
+		}
+		if err != nil {
+			b.log.Debug("bot: reading cached user group members failed; asking Slack", "team", team, "usergroup", group, "err", err)
 		}
 	}
 	g.mu.Lock()
@@ -275,17 +235,8 @@ func (b *Bot) usergroupMembers(ctx context.Context, team, group string, fresh bo
 	if f.err != nil && !errors.Is(f.err, errNoSuchGroup) && !errors.Is(f.err, errGroupsNeedPlan) {
 		return nil, f.err
 	}
-	if cache != nil {
-		if err := cache.CacheUsergroup(ctx, team, group, f.members, b.usergroupTTL()); err != nil {
-			b.log.Debug("bot: caching user group members failed", "team", team, "usergroup", group, "err", err)
-		}
-	} else {
-		g.mu.Lock()
-		if g.local == nil || len(g.local) >= maxRoleEntries {
-			g.local = map[string]groupEntry{}
-		}
-		g.local[key] = groupEntry{members: f.members, at: time.Now()}
-		g.mu.Unlock()
+	if err := b.store.CacheUsergroup(ctx, team, group, f.members, b.usergroupTTL()); err != nil {
+		b.log.Debug("bot: caching user group members failed", "team", team, "usergroup", group, "err", err)
 	}
 	return f.members, f.err
 }

@@ -391,7 +391,7 @@ func (b *Bot) mcpApprove(ctx context.Context, team, user, name string) string {
 
 // mcpRemove answers /bobbin mcp remove <name>.
 func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
-	err := b.control().DeleteRegistration(ctx, team, name)
+	err := b.store.DeleteRegistration(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
 		return fmt.Sprintf("No server named `%s` was registered from Slack in this workspace. (Servers from the operator's configuration can only be removed there.) See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
@@ -410,7 +410,7 @@ func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
 // A server that answers 401 with OAuth metadata is registered with OAuth
 // (per-user with perUser) and the answer carries a Connect button.
 func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, perUser bool) reply {
-	cs := b.control()
+	cs := b.store
 	if _, err := cs.Registration(ctx, team, name); err == nil {
 		return reply{text: fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))}
 	} else if !errors.Is(err, session.ErrNotFound) {
@@ -467,7 +467,7 @@ func (b *Bot) saveRegistration(ctx context.Context, team, user, name string, rec
 	if err != nil {
 		return "I couldn't save the server. Please try again."
 	}
-	if err := b.control().PutRegistration(ctx, team, session.Registration{Name: name, Record: raw, Secrets: headers, CreatedBy: user}); err != nil {
+	if err := b.store.PutRegistration(ctx, team, session.Registration{Name: name, Record: raw, Secrets: headers, CreatedBy: user}); err != nil {
 		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		if errors.Is(err, session.ErrNoSecretKey) {
 			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
@@ -574,7 +574,7 @@ func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) an
 		}
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockMCPName: msg})
 	}
-	if b.opts.MCP == nil || b.control() == nil {
+	if b.opts.MCP == nil {
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockMCPName: "MCP servers are not enabled on this bot."})
 	}
 	value := func(block, action string) string {
@@ -587,7 +587,7 @@ func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) an
 	errs := map[string]string{}
 	if err := checkServerName(name); err != nil {
 		errs[blockMCPName] = "Use 1 to 32 letters, digits, - or _."
-	} else if _, err := b.control().Registration(ctx, team, name); err == nil {
+	} else if _, err := b.store.Registration(ctx, team, name); err == nil {
 		errs[blockMCPName] = "A server with this name is already registered. Pick another name or remove it first."
 	}
 	u, err := checkURLShape(rawURL)

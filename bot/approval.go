@@ -80,9 +80,6 @@ type threadApprover struct {
 // approverFor returns the Approver of a turn in thread k started by
 // requester; nil (deny what needs approval) without a control store.
 func (b *Bot) approverFor(k session.ThreadKey, requester string) agent.Approver {
-	if b.control() == nil {
-		return nil
-	}
 	return &threadApprover{b: b, k: k, requester: requester}
 }
 
@@ -97,7 +94,7 @@ func (b *Bot) approvalTimeout() time.Duration {
 // started, finds it), waits for the decision and returns it.
 func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
 	b, k := a.b, a.k
-	cs := b.control()
+	cs := b.store
 	log := b.log.With(threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
 	p := newPrompt(req, a.requester)
 	if req.Hints.Private && !inDM(k.Channel) {
@@ -178,7 +175,7 @@ func (a *threadApprover) resume(ctx context.Context, callID string) (session.App
 	if callID == "" {
 		return session.Approval{}, false
 	}
-	pending, err := a.b.control().PendingApprovals(ctx, a.k)
+	pending, err := a.b.store.PendingApprovals(ctx, a.k)
 	if err != nil {
 		return session.Approval{}, false
 	}
@@ -213,7 +210,7 @@ func (a *threadApprover) abandon(ctx context.Context, ap session.Approval, p pro
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	got, won, err := a.b.control().Decide(dctx, ap.ID, state, by)
+	got, won, err := a.b.store.Decide(dctx, ap.ID, state, by)
 	if err != nil {
 		a.b.log.Warn("bot: closing an abandoned approval failed", "approval", ap.ID, "err", err)
 		return ctx.Err()
@@ -481,10 +478,7 @@ func prettyJSON(v any) string {
 
 // approvalAction handles a click on an approval button.
 func (b *Bot) approvalAction(ctx context.Context, cb slack.InteractionCallback, act *slack.BlockAction) {
-	cs := b.control()
-	if cs == nil {
-		return
-	}
+	cs := b.store
 	id := act.Value
 	user := cb.User.ID
 	ap, err := cs.GetApproval(ctx, id)
@@ -801,10 +795,7 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 // reached a replica not running the turn: the waiting turn, wherever it
 // runs, wakes, does not run the calls and updates its prompts.
 func (b *Bot) withdrawApprovals(ctx context.Context, k session.ThreadKey, by string) {
-	cs := b.control()
-	if cs == nil {
-		return
-	}
+	cs := b.store
 	pending, err := cs.PendingApprovals(ctx, k)
 	if err != nil {
 		b.log.Warn("bot: listing open approvals failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)

@@ -20,8 +20,7 @@ import (
 // line in front of the person's next message: new content is appended, so
 // the prompt prefix stays cacheable.
 
-// paneStore is session.Store's record of pane contexts. A Store without it
-// (tests' fakes) records nothing.
+// paneStore is session.Store's record of pane contexts (part of Store).
 type paneStore interface {
 	SetPaneContext(ctx context.Context, k session.ThreadKey, c session.PaneContext) (bool, error)
 	PaneContext(ctx context.Context, k session.ThreadKey) (session.PaneContext, error)
@@ -44,11 +43,10 @@ var suggestedPrompts = []slack.AssistantThreadsPrompt{
 // when it could not be stored (the event is then not acked, so Slack
 // redelivers it).
 func (b *Bot) recordPane(ctx context.Context, m inbound) bool {
-	ps, ok := b.store.(paneStore)
-	if !ok || m.Pane == nil {
+	if m.Pane == nil {
 		return true
 	}
-	if _, err := ps.SetPaneContext(ctx, m.key(), *m.Pane); err != nil {
+	if _, err := b.store.SetPaneContext(ctx, m.key(), *m.Pane); err != nil {
 		b.log.Warn("bot: cannot record the assistant pane's context; not acking", append(threadAttrs(m.Team, m.Channel, m.ThreadTS), "err", err)...)
 		return false
 	}
@@ -59,11 +57,10 @@ func (b *Bot) recordPane(ctx context.Context, m inbound) bool {
 // changed since it was last told ("" otherwise); it records the change in
 // meta. Only assistant threads (in DMs) have a pane.
 func (b *Bot) paneNote(ctx context.Context, k session.ThreadKey, meta *session.Meta) string {
-	ps, ok := b.store.(paneStore)
-	if !ok || !strings.HasPrefix(k.Channel, "D") {
+	if !strings.HasPrefix(k.Channel, "D") {
 		return ""
 	}
-	pc, err := paneFor(ctx, ps, k) // agentview.go
+	pc, err := paneFor(ctx, b.store, k) // agentview.go
 	if err != nil {
 		if !errors.Is(err, session.ErrNotFound) {
 			b.log.Warn("bot: cannot read the assistant pane's context", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)

@@ -21,9 +21,7 @@ import (
 )
 
 // controlStore is what approvals, the audit log and the admin commands need
-// of the session store. *session.Store implements it; when Options.Store
-// does not, tool calls that need approval are denied and the admin
-// commands say they are unavailable.
+// of the session store (part of Store).
 type controlStore interface {
 	CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error)
 	GetApproval(ctx context.Context, id string) (session.Approval, error)
@@ -37,11 +35,6 @@ type controlStore interface {
 	PutRegistration(ctx context.Context, team string, r session.Registration) error
 	Registration(ctx context.Context, team, name string) (session.Registration, error)
 	DeleteRegistration(ctx context.Context, team, name string) error
-}
-
-func (b *Bot) control() controlStore {
-	cs, _ := b.store.(controlStore)
-	return cs
 }
 
 // Audit events.
@@ -75,8 +68,8 @@ func (b *Bot) audit(ctx context.Context, team string, fields map[string]string) 
 		attrs = append(attrs, slog.String(k, fields[k]))
 	}
 	b.log.Info("bot: audit", attrs...)
-	cs := b.control()
-	if cs == nil || team == "" {
+	cs := b.store
+	if team == "" {
 		return
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)

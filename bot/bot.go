@@ -23,14 +23,35 @@ import (
 	"github.com/bobbinbot/bobbin/session"
 )
 
-// Store is the bot's view of the session store (*session.Store).
+// Store is the bot's view of the session store (*session.Store): the
+// turn state below and the store side of every feature, each declared
+// next to the feature that uses it. All of it is required, so a store
+// missing a method fails to build rather than switching a feature off.
 type Store interface {
+	turnStore
+	slackapi.Budget // the shared Slack API budgets (slackapi)
+	installStore    // installations and retired workspaces (install.go)
+	controlStore    // approvals, grants, registrations, audit (audit.go)
+	questionStore   // MCP questions (elicit.go)
+	noticeStore     // where Connect was asked (mcpauth.go)
+	oauthCleaner    // OAuth connections of removed servers (mcpauth.go)
+	usergroupCache  // user group members (access.go)
+	meterStore      // usage limits (profile.go)
+	stopStore       // Stop across replicas (stopreq.go)
+	grantChecker    // thread grants (turn.go)
+	metaReader      // a thread's metadata alone (stopreq.go)
+	takeoverStore   // orphaned threads (takeover.go)
+	markedEnqueuer  // marked queues (takeover.go)
+	paneStore       // the assistant pane (assistant.go)
+}
+
+// turnStore is the store side of admission, workers and turns.
+type turnStore interface {
 	Ping(ctx context.Context) error
 	Admit(ctx context.Context, team, eventID, channel, ts string) (bool, error)
 	Forget(ctx context.Context, team, eventID, channel, ts string) error
 	Exists(ctx context.Context, k session.ThreadKey) (bool, error)
 	Acquire(ctx context.Context, k session.ThreadKey, owner string) (*session.Lease, error)
-	Enqueue(ctx context.Context, k session.ThreadKey, payload []byte) (bool, error)
 	Dequeue(ctx context.Context, k session.ThreadKey, fence int64) ([]byte, bool, error)
 	Load(ctx context.Context, k session.ThreadKey) (session.Meta, []provider.Message, error)
 	Append(ctx context.Context, k session.ThreadKey, fence int64, msgs ...provider.Message) error
@@ -246,12 +267,7 @@ func New(opts Options) (*Bot, error) {
 	if opts.AppToken == "" {
 		errs = append(errs, errors.New("bot: AppToken is required"))
 	}
-	var ist installStore
 	if opts.Installs.ClientID != "" {
-		var ok bool
-		if ist, ok = opts.Store.(installStore); !ok && opts.Store != nil {
-			errs = append(errs, errors.New("bot: Installs needs a Store that keeps installations (*session.Store)"))
-		}
 		if opts.Installs.ClientSecret == "" || opts.Installs.RedirectURL == "" {
 			errs = append(errs, errors.New("bot: Installs needs ClientSecret and RedirectURL"))
 		}
@@ -312,8 +328,7 @@ func New(opts Options) (*Bot, error) {
 		u.PerMinute = opts.UpdatesPerMinute
 		limits[slackapi.ChatUpdate] = u
 	}
-	bs, _ := opts.Store.(slackapi.Budget)
-	gov := slackapi.NewGovernor(bs, limits, m.api, log, max(30*time.Second, 10*opts.EditInterval))
+	gov := slackapi.NewGovernor(opts.Store, limits, m.api, log, max(30*time.Second, 10*opts.EditInterval))
 	governed := *hc
 	governed.Transport = slackapi.NewTransport(cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), gov, m.api)
 	b := &Bot{
@@ -333,8 +348,8 @@ func New(opts Options) (*Bot, error) {
 	}
 	b.api = b.newClient(opts.BotToken)
 	var auth slackapi.Authorizer = slackapi.Static{API: b.api}
-	if ist != nil {
-		b.inst = newInstalls(ist, opts.Installs)
+	if opts.Installs.ClientID != "" {
+		b.inst = newInstalls(opts.Store, opts.Installs)
 		auth = installAuth{b}
 	}
 	b.slack = slackapi.New(gov, auth, log)

@@ -449,10 +449,7 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	}
 	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID, Team: sc.TeamID}
 	team, user := sc.TeamID, sc.UserID
-	cs := b.control()
-	if cs == nil {
-		return ephemeralAck("This command is not available: the bot runs without its shared state.")
-	}
+	cs := b.store
 	r, why := b.roleOf(ctx, team, user, "")
 	switch cmd.Op {
 	case opList, opTools, opConnect, opDiscon:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
@@ -59,43 +60,22 @@ type Question struct {
 	URL string `json:"url,omitempty"`
 }
 
-// Field kinds of a form (the flat schema of the MCP spec).
+// Field kinds of a form (ask's).
 const (
-	FieldString    = "string"
-	FieldNumber    = "number"
-	FieldInteger   = "integer"
-	FieldBoolean   = "boolean"
-	FieldEnum      = "enum"
-	FieldMultiEnum = "multi_enum"
+	FieldString    = ask.FieldString
+	FieldNumber    = ask.FieldNumber
+	FieldInteger   = ask.FieldInteger
+	FieldBoolean   = ask.FieldBoolean
+	FieldEnum      = ask.FieldEnum
+	FieldMultiEnum = ask.FieldMultiEnum
 )
 
-// FormField is one field of a form (mirrors mcp.ElicitField).
-type FormField struct {
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	Kind        string `json:"kind"`
-	// Format is "", "email", "uri", "date" or "date-time" (strings).
-	Format   string `json:"format,omitempty"`
-	Required bool   `json:"required,omitempty"`
-	// Default is the pre-filled value: string, number, bool or []string.
-	Default   any          `json:"default,omitempty"`
-	MinLength *int         `json:"min_length,omitempty"`
-	MaxLength *int         `json:"max_length,omitempty"`
-	Minimum   *float64     `json:"minimum,omitempty"`
-	Maximum   *float64     `json:"maximum,omitempty"`
-	MinItems  *int         `json:"min_items,omitempty"`
-	MaxItems  *int         `json:"max_items,omitempty"`
-	Options   []FormOption `json:"options,omitempty"`
-	// Sensitive answers are never shown back.
-	Sensitive bool `json:"sensitive,omitempty"`
-}
+// FormField is one field of a form: mcp parses it from the server's
+// schema, the bot renders and stores it (one definition, ask.Field).
+type FormField = ask.Field
 
-// FormOption is one choice of an enum; Title is "" when untitled.
-type FormOption struct {
-	Value string `json:"value"`
-	Title string `json:"title,omitempty"`
-}
+// FormOption is one choice of an enum (ask.Option).
+type FormOption = ask.Option
 
 // QuestionAnswer is the person's answer. Content (form accept only) maps
 // field names to string, float64, int64, bool or []string values.
@@ -112,11 +92,6 @@ type questionStore interface {
 	ClearQuestionAnswer(ctx context.Context, id string) error
 	WaitQuestion(ctx context.Context, id string) (session.Question, error)
 	PendingQuestions(ctx context.Context, k session.ThreadKey) ([]session.Question, error)
-}
-
-func (b *Bot) questions() questionStore {
-	qs, _ := b.store.(questionStore)
-	return qs
 }
 
 // Action ids of the question buttons; every value is the question id.
@@ -152,10 +127,7 @@ var errQuestionUnrecorded = errors.New("the question could not be recorded")
 // APPROVAL_TIMEOUT (answered cancel); Stop withdraws it. An error means
 // nobody answered (callers answer the server cancel).
 func (b *Bot) Ask(ctx context.Context, q Question) (QuestionAnswer, error) {
-	qs := b.questions()
-	if qs == nil {
-		return QuestionAnswer{Action: AnswerCancel}, errors.New("questions need the shared store")
-	}
+	qs := b.store
 	if q.Team == "" || q.User == "" || q.Channel == "" || q.Thread == "" {
 		return QuestionAnswer{Action: AnswerCancel}, errors.New("the question has nobody to ask")
 	}
@@ -262,7 +234,7 @@ func (b *Bot) withdrawQuestion(ctx context.Context, rec session.Question, q Ques
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	got, won, err := b.questions().AnswerQuestion(dctx, rec.ID, state, by, nil)
+	got, won, err := b.store.AnswerQuestion(dctx, rec.ID, state, by, nil)
 	if err != nil {
 		b.log.Warn("bot: closing an abandoned question failed", "question", rec.ID, "err", err)
 		return ctx.Err()
@@ -289,10 +261,7 @@ func (b *Bot) settleQuestion(ctx context.Context, got session.Question, q Questi
 // on a replica not running the turn: the waiting Ask, wherever it runs,
 // wakes and closes its message.
 func (b *Bot) withdrawQuestions(ctx context.Context, k session.ThreadKey, by string) {
-	qs := b.questions()
-	if qs == nil {
-		return
-	}
+	qs := b.store
 	open, err := qs.PendingQuestions(ctx, k)
 	if err != nil {
 		b.log.Warn("bot: listing open questions failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
@@ -458,10 +427,7 @@ func questionClicks(cb slack.InteractionCallback) []*slack.BlockAction {
 // loadQuestion reads a question a click names; the message is posted just
 // before its record is stored, so a very quick click waits a little.
 func (b *Bot) loadQuestion(ctx context.Context, cb slack.InteractionCallback, id string) (session.Question, Question, bool) {
-	qs := b.questions()
-	if qs == nil {
-		return session.Question{}, Question{}, false
-	}
+	qs := b.store
 	rec, err := qs.GetQuestion(ctx, id)
 	for try := 0; errors.Is(err, session.ErrNotFound) && try < 40 && sleepCtx(ctx, 25*time.Millisecond); try++ {
 		rec, err = qs.GetQuestion(ctx, id)
@@ -522,7 +488,7 @@ func (b *Bot) questionAction(ctx context.Context, cb slack.InteractionCallback, 
 	if state == session.QuestionAccept && q.Mode != QuestionURL {
 		return // forms are accepted through their modal only
 	}
-	got, won, err := b.questions().AnswerQuestion(ctx, rec.ID, state, user, nil)
+	got, won, err := b.store.AnswerQuestion(ctx, rec.ID, state, user, nil)
 	if err != nil {
 		b.log.Warn("bot: recording an answer failed", "question", rec.ID, "err", err)
 		b.tell(ctx, cb, rec.ThreadTS, "I couldn't record your answer just now. Please try again.")

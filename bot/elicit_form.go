@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
@@ -308,7 +308,7 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 	if err != nil {
 		return fail("I couldn't read this answer. Please try again.")
 	}
-	got, won, err := b.questions().AnswerQuestion(ctx, rec.ID, session.QuestionAccept, user, raw)
+	got, won, err := b.store.AnswerQuestion(ctx, rec.ID, session.QuestionAccept, user, raw)
 	if err != nil {
 		b.log.Warn("bot: recording an answer failed", "question", rec.ID, "err", err)
 		return fail("I couldn't record your answer just now. Please send it again.")
@@ -463,12 +463,10 @@ func decodeAnswer(fields []FormField, raw []byte) (map[string]any, error) {
 	return out, nil
 }
 
-// secretLike matches field names and titles that suggest a secret; their
-// answers are never shown, whatever the server marked.
-var secretLike = regexp.MustCompile(`(?i)(pass(word|wd|phrase|code)?|secret|token|api[-_ ]?key|private[-_ ]?key|access[-_ ]?key|credential|\bpin\b|otp|cvv|cvc|card[-_ ]?number|ssn|iban)`)
-
+// hidden: answers to fields whose name or title suggests a secret are
+// never shown, whatever the server marked.
 func hidden(f FormField) bool {
-	return f.Sensitive || secretLike.MatchString(f.Name) || secretLike.MatchString(f.Title)
+	return f.Sensitive || ask.LooksSecret(f.Name) || ask.LooksSecret(f.Title)
 }
 
 // answerSummary shows what was answered, in field order: sensitive values

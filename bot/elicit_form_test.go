@@ -21,7 +21,7 @@ func TestFormRoundTrip(t *testing.T) {
 		{Name: "ratio", Kind: FieldNumber},
 		{Name: "ok", Kind: FieldBoolean, Default: true},
 		{Name: "must", Kind: FieldBoolean, Required: true},
-		{Name: "size", Kind: FieldEnum, Options: []FormOption{{"s", "Small"}, {"l", "Large"}}},
+		{Name: "size", Kind: FieldEnum, Options: []FormOption{{Value: "s", Title: "Small"}, {Value: "l", Title: "Large"}}},
 		{Name: "tags", Kind: FieldMultiEnum, MaxItems: intp(2), Options: []FormOption{{Value: "a"}, {Value: "b"}}},
 		{Name: "day", Kind: FieldString, Format: "date"},
 		{Name: "pin", Kind: FieldString, Title: "Card PIN"},

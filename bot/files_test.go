@@ -311,6 +311,7 @@ func (plainTool) Call(context.Context, json.RawMessage) (string, error) { return
 func TestAuditedToolForwardsParts(t *testing.T) {
 	b := testBot()
 	b.log = slog.New(slog.DiscardHandler)
+	b.store = testStore(t) // the audit log
 	b.opts.ToolContext = func(ctx context.Context, team, user, channel, thread string) context.Context {
 		return context.WithValue(ctx, askerKey{}, team+"/"+user+"/"+channel+"/"+thread)
 	}

@@ -24,3 +24,11 @@ func TestImportsSubtree(t *testing.T) {
 	importcheck.Forbid(t, "./mrkdwn", m, importcheck.GoRedis, importcheck.MCPSDK)
 	importcheck.Forbid(t, "./internal/jobs", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
 }
+
+// TestNoStoreAssertions: no non-test file in the module type-asserts a
+// store. bot.Store and the other store seams list every method their
+// features use, so a store without one fails to build instead of
+// switching a feature off at run time.
+func TestNoStoreAssertions(t *testing.T) {
+	importcheck.NoStoreAssertions(t, "..")
+}

@@ -126,7 +126,6 @@ func (b *Bot) uninstalled(ctx context.Context, cb eventCallback, ev lifecycleEve
 			return true
 		}
 	}
-	ret, _ := b.store.(workspaceRetirer)
 	var retire []string
 	if team != "" {
 		retire = append(retire, team)
@@ -170,9 +169,6 @@ func (b *Bot) uninstalled(ctx context.Context, cb eventCallback, ev lifecycleEve
 		b.log.Error("bot: the app was uninstalled from the workspace of "+botTokenVar+"; that token no longer works",
 			"team", team, "event", ev.Type)
 	}
-	if ret == nil {
-		return true
-	}
 	var errs []error
 	seen := map[string]bool{}
 	for _, t := range retire {
@@ -180,7 +176,7 @@ func (b *Bot) uninstalled(ctx context.Context, cb eventCallback, ev lifecycleEve
 			continue
 		}
 		seen[t] = true
-		errs = append(errs, ret.RetireWorkspace(ctx, t))
+		errs = append(errs, b.store.RetireWorkspace(ctx, t))
 		if b.opts.MCP != nil {
 			b.opts.MCP.Invalidate(t)
 		}

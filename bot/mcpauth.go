@@ -176,16 +176,12 @@ func connectBlocks(head, server, link string, expires time.Time, extra string) [
 }
 
 func (b *Bot) rememberNotice(ctx context.Context, team, server, user string, n connectNotice, until time.Time) {
-	ns, ok := b.store.(noticeStore)
-	if !ok {
-		return
-	}
 	ttl := time.Until(until)
 	if ttl <= 0 {
 		ttl = 10 * time.Minute
 	}
 	raw, _ := json.Marshal(n)
-	if err := ns.PutConnectNotice(ctx, team, server, user, raw, ttl+time.Minute); err != nil {
+	if err := b.store.PutConnectNotice(ctx, team, server, user, raw, ttl+time.Minute); err != nil {
 		b.log.Debug("bot: recording where Connect was asked failed", "team", team, "server", server, "err", err)
 	}
 }
@@ -222,10 +218,8 @@ func (b *Bot) ConnectDone(ctx context.Context, team, user, server, failure strin
 		text = fmt.Sprintf(":x: Connecting to `%s` didn't work: %s Try Connect again.", mrkdwn.InlineCode(server), mrkdwn.EscapeText(mrkdwn.Clip(failure, 300)))
 	}
 	var n connectNotice
-	if ns, ok := b.store.(noticeStore); ok {
-		if raw, err := ns.ConnectNotice(ctx, team, server, user); err == nil && raw != nil {
-			_ = json.Unmarshal(raw, &n)
-		}
+	if raw, err := b.store.ConnectNotice(ctx, team, server, user); err == nil && raw != nil {
+		_ = json.Unmarshal(raw, &n)
 	}
 	delivered := false
 	if n.Channel != "" {
@@ -404,11 +398,7 @@ type oauthCleaner interface {
 // forgetConnections deletes the OAuth connections of a removed
 // registration: a server registered again under the name starts clean.
 func (b *Bot) forgetConnections(ctx context.Context, team, server string) {
-	oc, ok := b.store.(oauthCleaner)
-	if !ok {
-		return
-	}
-	if err := oc.DeleteOAuthConnections(ctx, team, server); err != nil {
+	if err := b.store.DeleteOAuthConnections(ctx, team, server); err != nil {
 		b.log.Warn("bot: deleting a removed server's OAuth connections failed", "team", team, "server", server, "err", err)
 	}
 }

@@ -48,7 +48,7 @@ func inDM(channel string) bool { return strings.HasPrefix(channel, "D") }
 
 // withPrivate wraps the turn's private tools, in channels only.
 func (b *Bot) withPrivate(k session.ThreadKey, requester string, tools []agent.Tool) []agent.Tool {
-	if inDM(k.Channel) || b.control() == nil {
+	if inDM(k.Channel) {
 		return tools
 	}
 	for i, t := range tools {
@@ -98,7 +98,7 @@ func (t privateTool) CallParts(ctx context.Context, input json.RawMessage) (stri
 // choose shows out to the asker and waits for their choice.
 func (t privateTool) choose(ctx context.Context, out string) (string, error) {
 	b, k := t.b, t.k
-	cs := b.control()
+	cs := b.store
 	h := t.Hints()
 	title := t.Spec().Name
 	if h.Server != "" && h.Tool != "" {
@@ -169,10 +169,7 @@ func privateClicks(cb slack.InteractionCallback) []*slack.BlockAction {
 // privateAction records the asker's choice; only the asker sees the
 // buttons, and only their click counts.
 func (b *Bot) privateAction(ctx context.Context, cb slack.InteractionCallback, act *slack.BlockAction) {
-	cs := b.control()
-	if cs == nil {
-		return
-	}
+	cs := b.store
 	ap, err := cs.GetApproval(ctx, act.Value)
 	switch {
 	case errors.Is(err, session.ErrNotFound):

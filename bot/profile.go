@@ -25,7 +25,7 @@ import (
 // ProfileOptions are the operator's profiles and what they need.
 type ProfileOptions struct {
 	// Config is PROFILES_CONFIG (nil: no profiles, no budgets; usage is
-	// still metered when the store can).
+	// still metered).
 	Config *profile.Config
 	// Providers are the model clients of Config.Providers, by name.
 	Providers map[string]provider.Provider
@@ -41,11 +41,6 @@ type meterStore interface {
 	ProfileBindings(ctx context.Context, team string) (map[string]string, error)
 }
 
-func (b *Bot) meter() meterStore {
-	m, _ := b.store.(meterStore)
-	return m
-}
-
 // resolveProfile is the profile of channel in team: an admin's binding,
 // then the file's channels:, then dm: or default:. A binding that cannot
 // be read counts as none (logged).
@@ -54,12 +49,9 @@ func (b *Bot) resolveProfile(ctx context.Context, team, channel string) (*profil
 	if cfg == nil {
 		return nil, profile.SourceNone
 	}
-	binding := ""
-	if ms := b.meter(); ms != nil {
-		var err error
-		if binding, err = ms.ProfileBinding(ctx, team, channel); err != nil {
-			b.log.Warn("bot: reading the channel's profile binding failed; using the configured profile", "team", team, "channel", channel, "err", err)
-		}
+	binding, err := b.store.ProfileBinding(ctx, team, channel)
+	if err != nil {
+		b.log.Warn("bot: reading the channel's profile binding failed; using the configured profile", "team", team, "channel", channel, "err", err)
 	}
 	return cfg.Resolve(channel, strings.HasPrefix(channel, "D"), binding)
 }
@@ -148,9 +140,6 @@ type turnBudget struct {
 
 // budgetFor is the turn's budget (nil when nothing is metered).
 func (b *Bot) budgetFor(k session.ThreadKey, who inbound, tp turnProfile) agent.Budget {
-	if b.meter() == nil {
-		return nil
-	}
 	tb := &turnBudget{b: b, k: k, who: who, tp: tp}
 	if cfg := b.opts.Profiles.Config; cfg != nil {
 		tb.limits = limitsOf(cfg.Budgets.Workspace, session.ScopeWorkspace)
@@ -181,7 +170,7 @@ func (tb *turnBudget) Allow(ctx context.Context) error {
 		return nil
 	}
 	now := tb.b.opts.Now()
-	v, err := tb.b.meter().CheckBudget(ctx, tb.k.Team, tb.k.Channel, tb.who.User, tb.limits, now)
+	v, err := tb.b.store.CheckBudget(ctx, tb.k.Team, tb.k.Channel, tb.who.User, tb.limits, now)
 	if err != nil {
 		return err
 	}
@@ -233,7 +222,7 @@ func (tb *turnBudget) Spent(ctx context.Context, model string, u provider.Usage)
 	cost, priced := tb.b.opts.Profiles.Config.Cost(model, int64(u.InputTokens), int64(u.CacheReadTokens), int64(u.OutputTokens))
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	err := tb.b.meter().RecordUsage(rctx, tb.k.Team, session.UsageRecord{Channel: tb.k.Channel, User: tb.who.User, Profile: tb.tp.name(),
+	err := tb.b.store.RecordUsage(rctx, tb.k.Team, session.UsageRecord{Channel: tb.k.Channel, User: tb.who.User, Profile: tb.tp.name(),
 		Model: model, InputTokens: int64(u.InputTokens), CachedTokens: int64(u.CacheReadTokens), OutputTokens: int64(u.OutputTokens), CostMicros: cost},
 		tb.b.opts.Now(), tb.b.opts.Profiles.Config.RetentionOrDefault())
 	if err != nil {

@@ -41,10 +41,7 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 		return nil, false
 	}
 	team, user, channel := sc.TeamID, sc.UserID, sc.ChannelID
-	ms := b.meter()
-	if ms == nil || b.control() == nil {
-		return ephemeralAck("This command is not available: the bot runs without its shared state."), true
-	}
+	ms := b.store
 	args := toks[1:]
 	r, why := b.roleOf(ctx, team, user, "")
 	if verb == "usage" && len(args) == 1 && strings.EqualFold(args[0], "me") {
@@ -196,7 +193,7 @@ func (b *Bot) profileList(ctx context.Context, team, here string) string {
 	if cfg.DM != "" {
 		fmt.Fprintf(&s, "Direct messages: %s. ", inlineCodeQ(cfg.DM))
 	}
-	if bs, err := b.meter().ProfileBindings(ctx, team); err == nil && len(bs) > 0 {
+	if bs, err := b.store.ProfileBindings(ctx, team); err == nil && len(bs) > 0 {
 		s.WriteString("\n*Bound by admins*\n")
 		for _, ch := range slices.Sorted(maps.Keys(bs)) {
 			fmt.Fprintf(&s, "• <#%s>: %s\n", ch, inlineCodeQ(bs[ch]))
@@ -261,7 +258,7 @@ func (b *Bot) usageReport(ctx context.Context, team string) string {
 	now := b.opts.Now()
 	var s strings.Builder
 	for _, period := range []string{session.PeriodMonth, session.PeriodDay} {
-		r, err := b.meter().Usage(ctx, team, period, now)
+		r, err := b.store.Usage(ctx, team, period, now)
 		if err != nil {
 			b.log.Warn("bot: reading usage failed", "team", team, "err", err)
 			return "I couldn't read the usage just now. Please try again in a moment."
@@ -292,7 +289,7 @@ func (b *Bot) usageMe(ctx context.Context, team, user string) string {
 	now := b.opts.Now()
 	var parts []string
 	for _, period := range []string{session.PeriodDay, session.PeriodMonth} {
-		r, err := b.meter().Usage(ctx, team, period, now)
+		r, err := b.store.Usage(ctx, team, period, now)
 		if err != nil {
 			b.log.Warn("bot: reading usage failed", "team", team, "err", err)
 			return "I couldn't read your usage just now. Please try again in a moment."

@@ -280,7 +280,7 @@ func scopeSummary(s ServerScope) string {
 // the scope of a server registered from Slack. Servers of MCP_CONFIG are
 // the operator's.
 func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want ServerScope, clear bool) string {
-	cs := b.control()
+	cs := b.store
 	reg, err := cs.Registration(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
 		for _, st := range b.opts.MCP.Status(ctx, team) {

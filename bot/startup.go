@@ -114,8 +114,8 @@ func (b *Bot) Authenticate(ctx context.Context) error {
 		"installations", b.inst != nil)
 	// The token works, so the workspace has the app: data an uninstall
 	// had set to expire is kept again.
-	if ret, ok := b.store.(workspaceRetirer); ok && id.TeamID != "" {
-		if err := ret.RestoreWorkspace(ctx, id.TeamID); err != nil {
+	if id.TeamID != "" {
+		if err := b.store.RestoreWorkspace(ctx, id.TeamID); err != nil {
 			b.log.Warn("bot: cannot check whether the workspace's data was set to expire", "team", id.TeamID, "err", err)
 		}
 	}

@@ -27,20 +27,15 @@ type stopStore interface {
 // requestStop asks the replica running thread k's current turn (per meta)
 // to stop it on behalf of by. No turn running is not an error.
 func (b *Bot) requestStop(ctx context.Context, k session.ThreadKey, meta session.Meta, by string) error {
-	ss, ok := b.store.(stopStore)
-	if !ok || meta.TurnID == "" || meta.Phase == phaseDone {
+	if meta.TurnID == "" || meta.Phase == phaseDone {
 		return nil
 	}
-	return ss.RequestStop(ctx, k, meta.TurnID, by)
+	return b.store.RequestStop(ctx, k, meta.TurnID, by)
 }
 
 // watchStops runs while this replica holds thread k's lease and stops the
 // running turn when a click on another replica asked for it.
 func (b *Bot) watchStops(ctx context.Context, k session.ThreadKey) {
-	ss, ok := b.store.(stopStore)
-	if !ok {
-		return
-	}
 	t := time.NewTicker(stopPoll)
 	defer t.Stop()
 	for {
@@ -49,12 +44,12 @@ func (b *Bot) watchStops(ctx context.Context, k session.ThreadKey) {
 			return
 		case <-t.C:
 		}
-		by, err := ss.StopRequest(ctx, k)
+		by, err := b.store.StopRequest(ctx, k)
 		if err != nil || by == "" {
 			continue // Redis trouble is the lease renewal's to report
 		}
 		if b.cancels.cancel(k, stopCause{user: by}) {
-			if err := ss.ClearStop(ctx, k); err != nil {
+			if err := b.store.ClearStop(ctx, k); err != nil {
 				b.log.Debug("bot: clearing a stop request failed", "err", err)
 			}
 		}

@@ -611,15 +611,9 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 
 // requesterOf returns the session's metadata and current requester. A
 // Stop click is answered before its ack, so it reads the metadata alone
-// when the store can (a long transcript is not needed for this).
+// (a long transcript is not needed for this).
 func (b *Bot) requesterOf(ctx context.Context, k session.ThreadKey) (session.Meta, string, error) {
-	var meta session.Meta
-	var err error
-	if ml, ok := b.store.(metaReader); ok {
-		meta, err = ml.LoadMeta(ctx, k)
-	} else {
-		meta, _, err = b.store.Load(ctx, k)
-	}
+	meta, err := b.store.LoadMeta(ctx, k)
 	return meta, meta.RequesterID, err
 }
 

@@ -37,26 +37,18 @@ const (
 // replica resumes.
 const interruptedNote = "_This answer was interrupted (a bot replica stopped). It continues below._"
 
-// takeoverStore is what takeover needs beyond Store (*session.Store has
-// it; test fakes may not, which turns takeover off).
+// takeoverStore is what takeover needs of the session store (part of
+// Store).
 type takeoverStore interface {
 	Orphans(ctx context.Context) ([]session.ThreadKey, error)
 	SaveReply(ctx context.Context, k session.ThreadKey, fence int64, turnID, ts string) error
 	ReplyOf(ctx context.Context, k session.ThreadKey, turnID string) (string, error)
 }
 
-func (b *Bot) takeoverStore() takeoverStore {
-	ts, _ := b.store.(takeoverStore)
-	return ts
-}
-
 // scanOrphans starts a worker for every orphaned thread until ctx ends.
 // Workers run under turnCtx, like those started by events.
 func (b *Bot) scanOrphans(ctx, turnCtx context.Context) {
-	ts := b.takeoverStore()
-	if ts == nil {
-		return
-	}
+	ts := b.store
 	for {
 		// Jitter spreads the replicas' scans.
 		wait := orphanScanEvery/2 + rand.N(orphanScanEvery)
@@ -85,10 +77,7 @@ func (b *Bot) scanOrphans(ctx, turnCtx context.Context) {
 // attempt, and the next holder finds the message to finish.
 func (b *Bot) guardStreamer(r *streamer, lease *session.Lease, turnID string) {
 	r.guard = lease.Renew
-	ts := b.takeoverStore()
-	if ts == nil {
-		return
-	}
+	ts := b.store
 	k, fence := lease.Key(), lease.Token()
 	r.onPost = func(ctx context.Context, msgTS string) {
 		if err := ts.SaveReply(ctx, k, fence, turnID, msgTS); err != nil {
@@ -144,11 +133,8 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 	k := lease.Key()
 	// Most acquisitions follow a finished turn: check the metadata alone
 	// before reading the transcript.
-	if ml, ok := b.store.(metaLoader); ok {
-		m, err := ml.LoadMeta(ctx, k)
-		if err == nil && (m.Phase == "" || m.Phase == phaseDone) || errors.Is(err, session.ErrNotFound) {
-			return
-		}
+	if m, err := b.store.LoadMeta(ctx, k); err == nil && (m.Phase == "" || m.Phase == phaseDone) || errors.Is(err, session.ErrNotFound) {
+		return
 	}
 	meta, history, err := b.store.Load(ctx, k)
 	if err != nil || meta.Phase == "" || meta.Phase == phaseDone || len(history) == 0 {
@@ -162,9 +148,7 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 	fence := lease.Token()
 
 	old := ""
-	if ts := b.takeoverStore(); ts != nil {
-		old, _ = ts.ReplyOf(ctx, k, meta.TurnID)
-	}
+	old, _ = b.store.ReplyOf(ctx, k, meta.TurnID)
 	last := history[len(history)-1]
 	if last.Role == provider.RoleAssistant && !last.Interrupted && len(last.ToolCalls) == 0 {
 		// The answer was complete; only its delivery (or the record of
@@ -200,11 +184,6 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 		}
 	}
 	b.resumeTurn(ctx, lease, meta, history)
-}
-
-// metaLoader is session.Store's LoadMeta.
-type metaLoader interface {
-	LoadMeta(ctx context.Context, k session.ThreadKey) (session.Meta, error)
 }
 
 // endTurn records how the turn ended (phase) and the reply it left.
@@ -244,13 +223,9 @@ type markedEnqueuer interface {
 	EnqueueMarked(ctx context.Context, k session.ThreadKey, payload []byte) (bool, error)
 }
 
-// enqueue queues a message for thread k and, with a store that can, marks
-// the thread in the active-turns index in the same round trip: if this
+// enqueue queues a message for thread k and marks the thread in the active-turns index in the same round trip: if this
 // replica dies before a worker acquires the thread (turn slots may all be
 // busy), another replica's orphan scan still finds the message.
 func (b *Bot) enqueue(ctx context.Context, k session.ThreadKey, payload []byte) (leased bool, err error) {
-	if me, ok := b.store.(markedEnqueuer); ok {
-		return me.EnqueueMarked(ctx, k, payload)
-	}
-	return b.store.Enqueue(ctx, k, payload)
+	return b.store.EnqueueMarked(ctx, k, payload)
 }

@@ -361,12 +361,8 @@ type grantChecker interface {
 // every call that relies on a thread grant re-reads it from Redis first.
 // When it cannot be read the grant does not count (the person is asked).
 func (b *Bot) grantCheck(k session.ThreadKey) func(context.Context, string) bool {
-	gc, ok := b.store.(grantChecker)
-	if !ok {
-		return nil
-	}
 	return func(ctx context.Context, tool string) bool {
-		has, err := gc.HasGrant(ctx, k, tool)
+		has, err := b.store.HasGrant(ctx, k, tool)
 		if err != nil {
 			b.log.Warn("bot: checking a thread grant failed; asking again", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "tool", tool, "err", err)...)
 			return false

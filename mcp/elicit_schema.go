@@ -7,25 +7,24 @@ import (
 	"math"
 	"net/mail"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bobbinbot/bobbin/agent/ask"
 )
 
-// Field kinds of an elicitation form (the flat schema of the spec:
-// primitives and enums, SEP-1330).
+// Field kinds of an elicitation form (ask's).
 const (
-	FieldString  = "string"
-	FieldNumber  = "number"
-	FieldInteger = "integer"
-	FieldBoolean = "boolean"
-	// FieldEnum is a single choice; FieldMultiEnum several.
-	FieldEnum      = "enum"
-	FieldMultiEnum = "multi_enum"
+	FieldString    = ask.FieldString
+	FieldNumber    = ask.FieldNumber
+	FieldInteger   = ask.FieldInteger
+	FieldBoolean   = ask.FieldBoolean
+	FieldEnum      = ask.FieldEnum
+	FieldMultiEnum = ask.FieldMultiEnum
 )
 
 // ElicitSchema is a parsed requestedSchema.
@@ -38,31 +37,11 @@ type ElicitSchema struct {
 	AsksForSecret bool
 }
 
-// ElicitOption is one enum choice; Title is "" for untitled enums.
-type ElicitOption struct {
-	Value, Title string
-}
+// ElicitOption is one enum choice (the bot's too: ask.Option).
+type ElicitOption = ask.Option
 
-// ElicitField is one form field.
-type ElicitField struct {
-	Name, Title, Description string
-	Kind                     string
-	// Format is "", "email", "uri", "date" or "date-time" (strings).
-	Format   string
-	Required bool
-	// Default is the pre-filled value (string, float64, bool or []string),
-	// nil when none.
-	Default any
-	// MinLength/MaxLength (strings), Minimum/Maximum (numbers) and
-	// MinItems/MaxItems (multi enums) are nil when absent.
-	MinLength, MaxLength *int
-	Minimum, Maximum     *float64
-	MinItems, MaxItems   *int
-	Options              []ElicitOption
-	// Sensitive is set for fields whose answer must not be shown back
-	// (writeOnly, format password, or a name like password/token/secret).
-	Sensitive bool
-}
+// ElicitField is one form field (the bot's too: ask.Field).
+type ElicitField = ask.Field
 
 type rawProp struct {
 	Type        string          `json:"type"`
@@ -89,9 +68,6 @@ type rawConst struct {
 	Const any    `json:"const"`
 	Title string `json:"title"`
 }
-
-// secretName matches field names and titles that ask for credentials.
-var secretName = regexp.MustCompile(`(?i)(pass(word|wd|phrase)?|secret|token|api[-_ ]?key|private[-_ ]?key|access[-_ ]?key|credential|\bpin\b|otp|cvv|cvc|card[-_ ]?number|ssn)`)
 
 // ParseElicitSchema reads a form's requestedSchema (any JSON value go-sdk
 // decoded, or json.RawMessage) into fields. It refuses what the spec does
@@ -186,7 +162,7 @@ func parseField(name string, p rawProp) (ElicitField, error) {
 	if len(p.Properties) > 0 {
 		return f, errors.New("nested objects are not allowed")
 	}
-	f.Sensitive = p.WriteOnly || p.Format == "password" || secretName.MatchString(name) || secretName.MatchString(p.Title)
+	f.Sensitive = p.WriteOnly || p.Format == "password" || ask.LooksSecret(name) || ask.LooksSecret(p.Title)
 	switch p.Type {
 	case "string":
 		switch {
@@ -397,7 +373,7 @@ func checkValue(f ElicitField, v any) error {
 		}
 	case FieldEnum:
 		s, ok := v.(string)
-		if !ok || !f.hasOption(s) {
+		if !ok || !f.HasOption(s) {
 			return fieldErr("Choose one of the options.")
 		}
 	case FieldMultiEnum:
@@ -417,7 +393,7 @@ func checkValue(f ElicitField, v any) error {
 			return fieldErr("Choose from the options.")
 		}
 		for _, s := range list {
-			if !f.hasOption(s) {
+			if !f.HasOption(s) {
 				return fieldErr("Choose from the options.")
 			}
 		}
@@ -432,10 +408,6 @@ func checkValue(f ElicitField, v any) error {
 }
 
 func fmtNum(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-func (f ElicitField) hasOption(v string) bool {
-	return slices.ContainsFunc(f.Options, func(o ElicitOption) bool { return o.Value == v })
-}
 
 // ParseElicitValue converts what a person typed into a text or number
 // input into the field's type ("" is no value: nil).

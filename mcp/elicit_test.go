@@ -46,10 +46,10 @@ func TestParseElicitSchemaEveryKind(t *testing.T) {
 		{Name: "ratio", Kind: FieldNumber, Minimum: &half, Maximum: ptr(2.5)},
 		{Name: "subscribe", Kind: FieldBoolean, Default: true},
 		{Name: "color", Kind: FieldEnum, Default: "green", Options: []ElicitOption{{Value: "red"}, {Value: "green"}}},
-		{Name: "size", Kind: FieldEnum, Required: true, Options: []ElicitOption{{"s", "Small"}, {"l", "Large"}}},
+		{Name: "size", Kind: FieldEnum, Required: true, Options: []ElicitOption{{Value: "s", Title: "Small"}, {Value: "l", Title: "Large"}}},
 		{Name: "tags", Kind: FieldMultiEnum, Default: []string{"a"}, MinItems: &one, MaxItems: &two,
 			Options: []ElicitOption{{Value: "a"}, {Value: "b"}, {Value: "c"}}},
-		{Name: "langs", Kind: FieldMultiEnum, Options: []ElicitOption{{"go", "Go"}, {"rs", "Rust"}}},
+		{Name: "langs", Kind: FieldMultiEnum, Options: []ElicitOption{{Value: "go", Title: "Go"}, {Value: "rs", Title: "Rust"}}},
 		{Name: "api_token", Title: "API token", Kind: FieldString, Sensitive: true},
 	}
 	if !reflect.DeepEqual(s.Fields, want) {

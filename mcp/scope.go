@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // Scope is who may use a server's tools, and where. Empty lists mean no
@@ -56,39 +58,14 @@ func (s Scope) clone() Scope {
 }
 
 // Access is where a turn runs and whose messages it answers: what the
-// scopes are checked against. The bot builds it (users.info for the
-// people's flags, usergroups.users.list for Members); the Manager binds
-// the tools it offers to it and checks it again at every call.
-type Access struct {
-	Team string
-	// Channel is the conversation id; DM is set for direct messages
-	// (including the assistant pane). Neither set: no place is known and
-	// only servers without channel restrictions are offered.
-	Channel string
-	DM      bool
-	// AnyPlace skips the place: whether the people may use the server
-	// somewhere (the App Home, which is no conversation, offers Connect
-	// only for servers the person may use).
-	AnyPlace bool
-	// People are the people whose messages the turn answers: every one of
-	// them must be allowed (a merged turn of several people needs all).
-	People []Person
-	// Members lists a user group's members; nil, or an error, counts as
-	// no members (the group grants nothing).
-	Members func(ctx context.Context, group string) ([]string, error)
-}
+// scopes are checked against (one definition with the bot:
+// access.Access). The Manager binds the tools it offers to it and checks
+// it again at every call.
+type Access = access.Access
 
-// Person is one person a turn answers, as users.info described them.
-type Person struct {
-	ID string
-	// Guest: is_restricted or is_ultra_restricted.
-	Guest bool
-	// External: of another organization (is_stranger, or a team that is
-	// not the workspace's: Slack Connect).
-	External bool
-	// Unverified: users.info could not be read; treated like a guest.
-	Unverified bool
-}
+// Person is one person a turn answers, as users.info described them
+// (access.Person).
+type Person = access.Person
 
 // Reasons a scope refuses an Access (Verdict.Reason).
 const (

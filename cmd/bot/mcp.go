@@ -64,7 +64,7 @@ func (a mcpAdmin) StatusFor(ctx context.Context, team, user string) []bot.Server
 // StatusAt is Status with every server's scope verdict for a (the person
 // running /bobbin mcp list, where they run it).
 func (a mcpAdmin) StatusAt(ctx context.Context, acc bot.Access) []bot.ServerStatus {
-	return serverStatuses(a.m.StatusAt(ctx, mcpAccess(acc)))
+	return serverStatuses(a.m.StatusAt(ctx, acc))
 }
 
 func serverStatuses(st []mcp.ServerStatus) []bot.ServerStatus {
@@ -107,26 +107,18 @@ func (a mcpAdmin) Disconnect(ctx context.Context, team, server, user string) err
 type mcpTools struct{ m *mcp.Manager }
 
 func (t mcpTools) Tools(ctx context.Context, a bot.Access) ([]agent.Tool, error) {
-	return t.m.ToolsFor(ctx, mcpAccess(a))
+	return t.m.ToolsFor(ctx, a)
 }
 
 // ToolsReport implements bot.ToolReporter: the tools, and the servers
 // a turn goes without because they are still starting or failing.
 func (t mcpTools) ToolsReport(ctx context.Context, a bot.Access) ([]agent.Tool, []bot.NotReadyServer, error) {
-	tools, nr, err := t.m.ToolsReport(ctx, mcpAccess(a))
+	tools, nr, err := t.m.ToolsReport(ctx, a)
 	out := make([]bot.NotReadyServer, len(nr))
 	for i, s := range nr {
 		out[i] = bot.NotReadyServer{Name: s.Server, State: s.State}
 	}
 	return tools, out, err
-}
-
-func mcpAccess(a bot.Access) mcp.Access {
-	out := mcp.Access{Team: a.Team, Channel: a.Channel, DM: a.DM, AnyPlace: a.AnyPlace, Members: a.Members}
-	for _, p := range a.People {
-		out.People = append(out.People, mcp.Person{ID: p.ID, Guest: p.Guest, External: p.External, Unverified: p.Unverified})
-	}
-	return out
 }
 
 func mcpScope(s bot.ServerScope) mcp.Scope {

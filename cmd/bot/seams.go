@@ -40,7 +40,7 @@ func (s *slackSeams) Elicit(ctx context.Context, q mcp.Elicitation) (mcp.ElicitA
 	bq := bot.Question{Team: r.Team, User: r.User, Channel: r.Channel, Thread: r.Thread,
 		Server: q.Server, Mode: q.Mode, Message: q.Message, URL: q.URL}
 	if q.Schema != nil {
-		bq.Fields, bq.AsksForSecret = formFields(q.Schema.Fields), q.Schema.AsksForSecret
+		bq.Fields, bq.AsksForSecret = q.Schema.Fields, q.Schema.AsksForSecret
 	}
 	ans, err := b.Ask(ctx, bq)
 	return mcp.ElicitAnswer{Action: ans.Action, Content: ans.Content}, err
@@ -63,32 +63,8 @@ func (s *slackSeams) callbackDone(ctx context.Context, res mcp.CallbackResult, e
 	}
 }
 
-// formFields converts mcp's form fields to the bot's.
-func formFields(fs []mcp.ElicitField) []bot.FormField {
-	out := make([]bot.FormField, len(fs))
-	for i, f := range fs {
-		out[i] = bot.FormField{Name: f.Name, Title: f.Title, Description: f.Description, Kind: f.Kind, Format: f.Format,
-			Required: f.Required, Default: f.Default, MinLength: f.MinLength, MaxLength: f.MaxLength,
-			Minimum: f.Minimum, Maximum: f.Maximum, MinItems: f.MinItems, MaxItems: f.MaxItems, Sensitive: f.Sensitive}
-		for _, o := range f.Options {
-			out[i].Options = append(out[i].Options, bot.FormOption{Value: o.Value, Title: o.Title})
-		}
-	}
-	return out
-}
-
-// checkForm is bot.Options.CheckForm: mcp's validator of form answers, on
-// fields converted back (a replica other than the asking one validates
-// from the stored question).
+// checkForm is bot.Options.CheckForm: mcp's validator of form answers (a
+// replica other than the asking one validates from the stored question).
 func checkForm(fields []bot.FormField, content map[string]any) map[string]string {
-	s := &mcp.ElicitSchema{Fields: make([]mcp.ElicitField, len(fields))}
-	for i, f := range fields {
-		s.Fields[i] = mcp.ElicitField{Name: f.Name, Title: f.Title, Description: f.Description, Kind: f.Kind, Format: f.Format,
-			Required: f.Required, Default: f.Default, MinLength: f.MinLength, MaxLength: f.MaxLength,
-			Minimum: f.Minimum, Maximum: f.Maximum, MinItems: f.MinItems, MaxItems: f.MaxItems, Sensitive: f.Sensitive}
-		for _, o := range f.Options {
-			s.Fields[i].Options = append(s.Fields[i].Options, mcp.ElicitOption{Value: o.Value, Title: o.Title})
-		}
-	}
-	return mcp.ValidateElicitContent(s, content)
+	return mcp.ValidateElicitContent(&mcp.ElicitSchema{Fields: fields}, content)
 }

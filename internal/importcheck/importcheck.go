@@ -3,8 +3,13 @@
 package importcheck
 
 import (
+	"go/ast"
 	"go/build"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +88,77 @@ func OnlyUnder(t *testing.T, pattern, path string, allowed ...string) {
 			if imp == path || strings.HasPrefix(imp, path+"/") {
 				t.Errorf("package %s imports %s, which only %v may (ARCHITECTURE.md)", pkg, imp, allowed)
 			}
+		}
+	}
+}
+
+// NoStoreAssertions fails t if a non-test Go file under root type-asserts
+// (or type-switches on) a store: an expression whose name ends in "store"
+// or "Store", like b.store.(x) or opts.Store.(x). A feature that needs
+// more of a store requires it in the interface it is given, so a missing
+// method fails the build instead of switching the feature off at run time
+// (STYLE.md §2). testdata, vendor, node_modules and hidden directories are
+// skipped.
+func NoStoreAssertions(t *testing.T, root string) {
+	t.Helper()
+	for _, at := range StoreAssertions(t, root) {
+		t.Errorf("%s type-asserts a store; require the methods in the store interface instead", at)
+	}
+}
+
+// StoreAssertions lists the store type assertions NoStoreAssertions
+// refuses, as "file:line" under root.
+func StoreAssertions(t *testing.T, root string) []string {
+	t.Helper()
+	var found []string
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || name == "vendor" || name == "node_modules" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ta, ok := n.(*ast.TypeAssertExpr); ok && isStore(ta.X) {
+				found = append(found, fset.Position(ta.Pos()).String())
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("importcheck: scanning %s: %v", root, err)
+	}
+	return found
+}
+
+// isStore reports whether e names a store: x, x.y or x.y() whose last
+// name ends in "store" (any case).
+func isStore(e ast.Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			e = x.X
+		case *ast.CallExpr:
+			e = x.Fun
+		case *ast.Ident:
+			return strings.HasSuffix(strings.ToLower(x.Name), "store")
+		case *ast.SelectorExpr:
+			return strings.HasSuffix(strings.ToLower(x.Sel.Name), "store")
+		default:
+			return false
 		}
 	}
 }

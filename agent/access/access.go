@@ -1,0 +1,42 @@
+// Package access is the vocabulary of who a turn's tools are for: where
+// the turn runs and whose messages it answers. bot builds an Access (the
+// people's flags from users.info, user group members) and mcp checks its
+// servers' scopes against it, both with this one definition.
+package access
+
+import "context"
+
+// Access is where a turn runs and whose messages it answers: what the
+// scopes are checked against. The tool source binds the tools it offers
+// to it and checks it again at every call.
+type Access struct {
+	Team string
+	// Channel is the conversation id; DM is set for direct messages
+	// (including the assistant pane). Neither set: no place is known and
+	// only servers without channel restrictions are offered.
+	Channel string
+	DM      bool
+	// AnyPlace skips the place: whether the people may use the server
+	// somewhere (the App Home, which is no conversation, offers Connect
+	// only for servers the person may use).
+	AnyPlace bool
+	// People are the people whose messages the turn answers: every one of
+	// them must be allowed (a merged turn of several people needs all).
+	People []Person
+	// Members lists a user group's members (cached); nil, or an error,
+	// counts as no members (the group grants nothing).
+	Members func(ctx context.Context, group string) ([]string, error)
+}
+
+// Person is one person a turn answers, as users.info described them.
+type Person struct {
+	ID string
+	// Guest: is_restricted or is_ultra_restricted.
+	Guest bool
+	// External: of another organization (Slack Connect): is_stranger, or
+	// a workspace that is not this one (users.info team_id, the event's
+	// user_team) and not of the same Enterprise Grid org.
+	External bool
+	// Unverified: users.info could not be read; treated like a guest.
+	Unverified bool
+}

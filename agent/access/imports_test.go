@@ -1,0 +1,12 @@
+package access
+
+import (
+	"testing"
+
+	"github.com/bobbinbot/bobbin/internal/importcheck"
+)
+
+// TestImports: access is a leaf both bot and mcp import.
+func TestImports(t *testing.T) {
+	importcheck.Forbid(t, ".", importcheck.Module, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
+}
