@@ -137,8 +137,12 @@ func (t auditedTool) CallParts(ctx context.Context, input json.RawMessage) (stri
 }
 
 // toolContext tells the tool who asked (Options.ToolContext): MCP OAuth
-// per-user connections and questions from servers need the requester.
+// per-user connections and questions from servers need the requester. Files
+// the tool returns are shared in the thread (toolfiles.go).
 func (t auditedTool) toolContext(ctx context.Context) context.Context {
+	if s, ok := t.b.toolFiles(t.k, t.Tool); ok {
+		ctx = agent.WithFileSharer(ctx, s)
+	}
 	if tc := t.b.opts.ToolContext; tc != nil {
 		return tc(ctx, t.k.Team, t.requester, t.k.Channel, t.k.ThreadTS)
 	}

@@ -165,6 +165,10 @@ type Options struct {
 	// every replica, before usergroups.users.list is asked again
 	// (USERGROUP_CACHE_TTL, default DefaultUsergroupCacheTTL).
 	UsergroupCacheTTL time.Duration
+	// ToolFileMaxBytes is the largest file a tool returns that is
+	// uploaded into the thread (TOOL_FILE_MAX_BYTES, default
+	// DefaultToolFileMaxBytes; toolfiles.go).
+	ToolFileMaxBytes int64
 
 	// Thread context and files (threadctx.go, files.go).
 	//

@@ -174,7 +174,21 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 		}
 		return "", nil, fmt.Errorf("%s: %w", t.spec.Name, err)
 	}
-	out, imgs := resultContent(res, images)
+	var notes map[int]string
+	tableNote := ""
+	if s := agent.FileSharerFrom(ctx); s != nil && !res.IsError {
+		notes = t.shareFiles(ctx, s, res)
+		if ts, ok := s.(agent.TableSharer); ok {
+			if tb, ok := resultTable(t.spec.Name, res); ok {
+				tableNote = ts.ShareTable(ctx, tb)
+			}
+		}
+	}
+	out, imgs := resultContent(res, images, notes)
+	if tableNote != "" {
+		// First, so the output cap never cuts it.
+		out = tableNote + "\n" + out
+	}
 	out = capOutput(out, t.mt.m.outputCap())
 	if res.IsError {
 		if out == "" {
@@ -189,20 +203,27 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 // structuredContent as JSON when there is no text, other blocks as
 // placeholders.
 func resultText(res *mcp.CallToolResult) string {
-	s, _ := resultContent(res, false)
+	s, _ := resultContent(res, false, nil)
 	return s
 }
 
 // resultContent is resultText, but with images true the result's images
-// are returned as image parts instead of placeholders.
-func resultContent(res *mcp.CallToolResult, images bool) (string, []provider.Part) {
+// are returned as image parts instead of placeholders, and blocks shared
+// as files (shareFiles) are their notes.
+func resultContent(res *mcp.CallToolResult, images bool, notes map[int]string) (string, []provider.Part) {
 	if res.NeedsInput() {
 		return "[the server asked for more input, which Bobbin does not support yet]", nil
 	}
 	var parts []string
 	var imgs []provider.Part
 	hasText := false
-	for _, c := range res.Content {
+	for i, c := range res.Content {
+		if note, ok := notes[i]; ok {
+			parts = append(parts, note)
+			if _, img := c.(*mcp.ImageContent); !img || !images {
+				continue
+			}
+		}
 		switch x := c.(type) {
 		case *mcp.TextContent:
 			parts = append(parts, x.Text)

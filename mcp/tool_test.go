@@ -73,7 +73,7 @@ func TestResultText(t *testing.T) {
 func TestResultImages(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\nrest")
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "chart:"}, &mcp.ImageContent{MIMEType: "image/png", Data: png}, &mcp.ImageContent{MIMEType: "image/png"}}}
-	text, parts := resultContent(res, true)
+	text, parts := resultContent(res, true, nil)
 	if text != "chart:\n[image: image/png, 0 bytes]" {
 		t.Errorf("text = %q", text)
 	}
@@ -81,7 +81,7 @@ func TestResultImages(t *testing.T) {
 		parts[0].File == nil || parts[0].File.MimeType != "image/png" || parts[0].File.Size != int64(len(png)) {
 		t.Errorf("parts = %+v", parts)
 	}
-	if text, parts := resultContent(res, false); len(parts) != 0 || text != "chart:\n[image: image/png, 12 bytes]\n[image: image/png, 0 bytes]" {
+	if text, parts := resultContent(res, false, nil); len(parts) != 0 || text != "chart:\n[image: image/png, 12 bytes]\n[image: image/png, 0 bytes]" {
 		t.Errorf("without images: %q, %+v", text, parts)
 	}
 }

@@ -70,7 +70,9 @@ const defaultLimitKey = "*"
 // conversations.*, team.info and auth.test Tier 3 (chat.update's rate is
 // SLACK_UPDATES_PER_MINUTE); chat.startStream, chat.stopStream and
 // usergroups.users.list Tier 2; chat.appendStream, chat.postEphemeral,
-// views.* (views.publish too), users.info, files.info and assistant.threads.* Tier 4.
+// views.* (views.publish too), users.info, files.info, the upload flow
+// (files.getUploadURLExternal, the upload POST, files.completeUploadExternal)
+// and assistant.threads.* Tier 4.
 // conversations.replies is Tier 3 for Marketplace and internal apps; a
 // commercially distributed app outside the Marketplace gets 1 call a
 // minute (15 messages a page): set
@@ -103,6 +105,9 @@ func DefaultRateLimits() map[string]RateLimit {
 		"assistant.threads.setTitle":            tier4,
 		"apps.connections.open":                 tier3,
 		"files.info":                            tier4,
+		"files.getUploadURLExternal":            tier4,
+		"files.upload_url":                      tier4,
+		"files.completeUploadExternal":          tier4,
 		"usergroups.users.list":                 tier2,
 		// slack_search (search.go): "Special" in Slack's tables.
 		"assistant.search.info":    tier2,

@@ -58,6 +58,10 @@ var webMethods = []WebMethod{
 	// Slack Connect file stubs (files.go). files:read is also what the
 	// file host wants of the token that downloads a file (download.go).
 	{"files.info", []string{"GetFileInfo", "GetFileInfoContext"}, []string{"files:read"}},
+	// Files tools return, uploaded into the thread (bot/toolfiles.go).
+	{"files.getUploadURLExternal", []string{"GetUploadURLExternalContext"}, []string{"files:write"}},
+	{"files.upload_url", []string{"UploadToURL"}, nil},
+	{"files.completeUploadExternal", []string{"CompleteUploadExternalContext"}, []string{"files:write"}},
 	// The App Home tab (home.go): Tier 4, no scope.
 	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
 	// Members of user groups that scope MCP servers (access.go).

@@ -68,6 +68,10 @@ func NewTransport(next http.RoundTripper, gov *Governor, m *Metrics) Transport {
 // RoundTrip sends r and records its outcome.
 func (t Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	method := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+	if strings.Contains(r.URL.Path, "/upload/") {
+		// An upload URL ends in its ticket, not a method name.
+		method = FilesUploadBytes
+	}
 	g, _ := r.Context().Value(grantKey{}).(*Grant)
 	team, channel := AppScope, ""
 	if g != nil {

@@ -71,6 +71,9 @@ type config struct {
 	SlackRateLimits    string        `env:"SLACK_RATE_LIMITS"`
 	SocketPingTimeout  time.Duration `env:"SOCKET_PING_TIMEOUT" envDefault:"30s"`
 	UsergroupCacheTTL  time.Duration `env:"USERGROUP_CACHE_TTL" envDefault:"5m"`
+	// ToolFileMaxBytes bounds files tools return that are uploaded into
+	// the thread (bot/toolfiles.go).
+	ToolFileMaxBytes int64 `env:"TOOL_FILE_MAX_BYTES" envDefault:"20971520"`
 	// Thread context (bot/threadctx.go).
 	ThreadFollowups       string `env:"THREAD_FOLLOWUPS" envDefault:"all"`
 	ThreadContextMessages int    `env:"THREAD_CONTEXT_MESSAGES" envDefault:"100"`
@@ -224,6 +227,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.ThreadContextMessages < 0 || c.ThreadContextMessages > 1000 {
 		bad("THREAD_CONTEXT_MESSAGES must be between 0 (off) and 1000")
+	}
+	if c.ToolFileMaxBytes < 1 || c.ToolFileMaxBytes > 1<<30 {
+		bad("TOOL_FILE_MAX_BYTES must be between 1 and 1073741824 (Slack's 1 GB file limit)")
 	}
 	if c.MaxConcurrentTurns < 1 {
 		bad("MAX_CONCURRENT_TURNS must be at least 1")

@@ -120,6 +120,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		MCP:                mcpAdmin{m: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks},
 		ApprovalTimeout:    cfg.ApprovalTimeout,
 		UsergroupCacheTTL:  cfg.UsergroupCacheTTL,
+		ToolFileMaxBytes:   cfg.ToolFileMaxBytes,
 		Logger:             log,
 		Metrics:            metrics,
 		Model:              cfg.LLMModel,
