@@ -93,7 +93,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 			needs = append(needs, homeEntry{st: x, err: "A workspace admin connects it for everyone."})
 		}
 	}
-	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine)}}
+	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine, b.homeProfileLine())}}
 	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ViewsPublish}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
 		return err
@@ -109,12 +109,16 @@ func mdText(s string) *slack.TextBlockObject {
 
 // homeBlocks lays out the Home: what needs connecting, the person's
 // connections, then every server.
-func homeBlocks(st []ServerStatus, needs, mine []homeEntry) []slack.Block {
+// profiles is the line on agent profiles ("" without them).
+func homeBlocks(st []ServerStatus, needs, mine []homeEntry, profiles string) []slack.Block {
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(mrkdwn.Plain("Bobbin")),
 		slack.NewSectionBlock(mdText("Mention me in a channel or send me a direct message. Before I run a tool I ask in the thread. "+
 			"Servers that sign in with OAuth need a connection: for the whole workspace (an admin connects it) or per person (you connect your own account, and calls act as you)."),
 			nil, nil),
+	}
+	if profiles != "" {
+		blocks = append(blocks, slack.NewContextBlock("", mdText(profiles)))
 	}
 	if len(needs) > 0 {
 		blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(mrkdwn.Plain("Needs connecting")))

@@ -172,6 +172,19 @@ func (b *Bot) profileHereLine(ctx context.Context, team, channel string) string 
 	return line + ".\n"
 }
 
+// homeProfileLine says which profiles apply in DMs and in channels without
+// their own, for the App Home ("" without profiles).
+func (b *Bot) homeProfileLine() string {
+	cfg := b.opts.Profiles.Config
+	if cfg == nil {
+		return ""
+	}
+	dm, dmSrc := cfg.Resolve("", true, "")
+	def, defSrc := cfg.Resolve("", false, "")
+	return "Agent profile in DMs with me: " + describeProfile(dm, dmSrc) + ". In channels without one of their own: " +
+		describeProfile(def, defSrc) + " (`/bobbin mcp list` in a channel says which applies there)."
+}
+
 func (b *Bot) profileList(ctx context.Context, team, here string) string {
 	cfg := b.opts.Profiles.Config
 	var s strings.Builder

@@ -80,6 +80,16 @@ providers:
 	if err := emu.WaitFor(ctx, func() bool { return emu.LiveConnections() > 0 }); err != nil {
 		t.Fatalf("bot did not connect: %v", err)
 	}
+	// The App Home says which profiles apply in DMs and by default.
+	emu.OpenHome(slackemu.TeamID, slackemu.UserAlice, "home")
+	if err := emu.WaitFor(ctx, func() bool {
+		v, ok := emu.HomeView(slackemu.TeamID, slackemu.UserAlice)
+		return ok && strings.Contains(string(v.Blocks), "Agent profile in DMs with me: the profile `eng`")
+	}); err != nil {
+		v, _ := emu.HomeView(slackemu.TeamID, slackemu.UserAlice)
+		t.Errorf("the App Home does not name the DM profile: %s", v.Blocks)
+	}
+
 	system := func(r llmemu.Recorded) string {
 		if len(r.Messages) > 0 && r.Messages[0].Role == "system" {
 			return r.Messages[0].Text
