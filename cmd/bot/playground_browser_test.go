@@ -154,6 +154,14 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	t.Logf("screenshot of the thread view: %s", shotPath)
 
+	// 3a. 👍 under the answer is a button (not "[unsupported …]"); pressing
+	// it thanks the clicker alone.
+	if evalJS[bool](b, "look for unsupported blocks", `document.getElementById('thread-messages').textContent.includes('unsupported')`) {
+		t.Error("the thread shows an unsupported block")
+	}
+	b.do("press 👍", chromedp.Click(`(//ol[@id='thread-messages']//button[normalize-space()='👍'])[last()]`))
+	b.wait("the thanks", `[...document.querySelectorAll('#thread-messages .msg.ephemeral')].some(m => m.textContent.includes('Thanks for the feedback'))`)
+
 	// 3b. ✕ closes the thread pane.
 	b.do("close the thread", chromedp.Click(chromedp.ID("thread-close")))
 	b.wait("the pane closes", `getComputedStyle(document.getElementById('thread')).display === 'none'`)

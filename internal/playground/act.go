@@ -188,9 +188,12 @@ func (s *Server) handleClick(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	if req.ViewID != "" {
+	switch {
+	case req.ViewID != "":
 		_, err = s.slack.ClickView(s.ws.TeamID, me.ID, req.ViewID, req.ActionID, req.Value)
-	} else {
+	case req.Value == FeedbackPositive || req.Value == FeedbackNegative:
+		_, err = s.slack.ClickFeedback(s.ws.TeamID, me.ID, req.Channel, req.TS, req.ActionID, req.Value == FeedbackPositive)
+	default:
 		_, err = s.slack.Click(s.ws.TeamID, me.ID, req.Channel, req.TS, req.ActionID, req.Value)
 	}
 	if err != nil {

@@ -117,6 +117,26 @@ type rawOption struct {
 	Value string   `json:"value"`
 }
 
+// Values the page gives the halves of a feedback_buttons element: a click
+// with one of them presses that half (the emulator sends the button's own
+// value).
+const (
+	FeedbackPositive = "feedback:positive"
+	FeedbackNegative = "feedback:negative"
+)
+
+type rawFeedback struct {
+	Type     string             `json:"type"`
+	ActionID string             `json:"action_id"`
+	Positive *rawFeedbackButton `json:"positive_button"`
+	Negative *rawFeedbackButton `json:"negative_button"`
+}
+
+type rawFeedbackButton struct {
+	Text  json.RawMessage `json:"text"`
+	Value string          `json:"value"`
+}
+
 type rawElement struct {
 	Type        string          `json:"type"`
 	ActionID    string          `json:"action_id"`
@@ -204,6 +224,25 @@ func renderBlock(b rawBlock, names Names, errs map[string]string) Block {
 	case "header":
 		out.Text = Plain(textObject(b.Text).plain())
 	case "divider":
+	case "context_actions":
+		// Slack's message actions row: the feedback buttons (👍/👎) are
+		// drawn as two buttons whose click presses that half.
+		out.Type = "actions"
+		for _, raw := range b.Elements {
+			var fb rawFeedback
+			if json.Unmarshal(raw, &fb) != nil || fb.Type != "feedback_buttons" {
+				out.Elements = append(out.Elements, Element{Kind: "unsupported", Label: fb.Type})
+				continue
+			}
+			for _, half := range []struct {
+				btn  *rawFeedbackButton
+				sign string
+			}{{fb.Positive, FeedbackPositive}, {fb.Negative, FeedbackNegative}} {
+				if half.btn != nil {
+					out.Elements = append(out.Elements, Element{Kind: "button", ActionID: fb.ActionID, Value: half.sign, Label: textObject(half.btn.Text).plain()})
+				}
+			}
+		}
 	case "context", "actions":
 		for _, raw := range b.Elements {
 			var el rawElement

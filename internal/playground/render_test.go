@@ -191,3 +191,20 @@ func TestMarkdownSlackSyntax(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestRenderFeedbackButtons: Slack's context_actions row with
+// feedback_buttons is drawn as two buttons whose values say which half a
+// click presses.
+func TestRenderFeedbackButtons(t *testing.T) {
+	raw := json.RawMessage(`[{"type":"context_actions","block_id":"fb","elements":[{"type":"feedback_buttons","action_id":"bobbin_feedback",
+		"positive_button":{"text":{"type":"plain_text","text":"👍"},"value":"positive"},
+		"negative_button":{"text":{"type":"plain_text","text":"👎"},"value":"negative"}}]}]`)
+	got := RenderBlocks(raw, testNames, nil)
+	want := []Block{{Type: "actions", BlockID: "fb", Elements: []Element{
+		{Kind: "button", ActionID: "bobbin_feedback", Value: FeedbackPositive, Label: "👍"},
+		{Kind: "button", ActionID: "bobbin_feedback", Value: FeedbackNegative, Label: "👎"},
+	}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("feedback row (-want +got):\n%s", d)
+	}
+}

@@ -18,6 +18,9 @@ type Slack interface {
 	SlashCommand(team, channel, user, command, text string) *slackemu.Interaction
 	Click(team, user, channel, messageTS, actionID, value string) (*slackemu.Interaction, error)
 	ClickView(team, user, viewID, actionID, value string) (*slackemu.Interaction, error)
+	// ClickFeedback presses 👍 (positive) or 👎 of a message's
+	// feedback_buttons.
+	ClickFeedback(team, user, channel, messageTS, actionID string, positive bool) (*slackemu.Interaction, error)
 	// SubmitViewInputs submits a form with each input in its element's
 	// shape (checkboxes and multi-selects as lists), as a Slack client does.
 	SubmitViewInputs(team, user, viewID string, values map[string]any) (*slackemu.Interaction, error)

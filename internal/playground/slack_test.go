@@ -13,7 +13,7 @@ import (
 // a method here is a decision: say why in the interface's comment.
 func TestSlackSurface(t *testing.T) {
 	allowed := []string{
-		"AssistantStatuses", "AssistantThreadStarted", "Changed", "Click", "ClickView", "CloseView",
+		"AssistantStatuses", "AssistantThreadStarted", "Changed", "Click", "ClickFeedback", "ClickView", "CloseView",
 		"Ephemerals", "Failures", "FileInfo", "FileMeta", "JournalSince", "LiveConnections", "Messages",
 		"Post", "React", "SlashCommand", "SubmitViewInputs", "Thread", "Views",
 	}
