@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -104,36 +102,8 @@ func TestToolPolicyEndToEnd(t *testing.T) {
 		return llmemu.Reply{Text: "A plain answer."}
 	})
 
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	env := map[string]string{
-		"SLACK_BOT_TOKEN":            slackemu.BotToken,
-		"SLACK_APP_TOKEN":            slackemu.AppToken,
-		"SLACK_API_URL":              emu.APIURL(),
-		"REDIS_URL":                  os.Getenv("REDIS_URL"),
-		"LLM_PROVIDER":               "openai",
-		"LLM_BASE_URL":               llm.URL() + "/v1",
-		"LLM_API_KEY":                "sk-test",
-		"LLM_MODEL":                  "gpt-4o",
-		"HTTP_ADDR":                  freeAddr(t),
-		"LOG_LEVEL":                  "debug",
-		"SECRET_KEY":                 base64.StdEncoding.EncodeToString(key),
-		"MCP_CONFIG":                 cfgPath,
-		"MCP_ALLOW_PRIVATE_NETWORKS": "true",
-		"STREAM_EDIT_INTERVAL":       "100ms",
-		"SHUTDOWN_GRACE":             "4s",
-	}
-	_, stop := startRun(t, env)
+	wctx, wait, stop := startMCPRun(t, emu, mcpEnv(t, emu, llm, cfgPath, nil))
 	defer stop()
-	wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer wcancel()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		if err := emu.WaitFor(wctx, cond); err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-	}
-	wait("bot connected", func() bool { return emu.LiveConnections() > 0 })
 
 	seq := 0
 	ask := func(channel, user, text string) (string, []string) {
