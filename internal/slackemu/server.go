@@ -630,11 +630,14 @@ func (s *Server) newTSLocked() string {
 	return fmt.Sprintf("%d.%06d", now/1e6, now%1e6)
 }
 
-// newIDLocked returns prefix + a short unique uppercase id.
+// newIDLocked returns prefix + a short unique uppercase id. The random
+// part has a million values, not a thousand: whole-program tests run one
+// emulator each against one Redis, and the bot dedupes events by id there
+// (a collision dropped a test's mention as a duplicate).
 func (s *Server) newIDLocked(prefix string) string {
 	s.idSeq++
 	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	n := s.idSeq*7919 + s.rng.Uint64N(1000)*1_000_003
+	n := s.idSeq*7919 + s.rng.Uint64N(1_000_000)*1_000_003
 	var b []byte
 	for range 9 {
 		b = append(b, digits[n%36])
