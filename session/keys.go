@@ -80,8 +80,9 @@ func (k keys) dedupeMessage(team, channel, ts string) string {
 	return k.prefix + ":{w:" + team + "}:dedupe:msg:" + channel + ":" + ts
 }
 
-func (k keys) approval(id string) string     { return k.prefix + ":{a:" + id + "}" }
-func (k keys) approvalWake(id string) string { return k.prefix + ":{a:" + id + "}:wake" }
+// approval is an approval's record; its wake-up list is the record's key
+// with ":wake" (prompt.go).
+func (k keys) approval(id string) string { return k.prefix + ":{a:" + id + "}" }
 
 func (k keys) registrations(team string) string { return k.prefix + ":{w:" + team + "}:mcp" }
 func (k keys) pins(team, server string) string {

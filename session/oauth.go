@@ -379,7 +379,7 @@ func (s *Store) WaitOAuth(ctx context.Context, team, server, principal string) (
 		}
 		// BLPOP runs without ctx (a cancelled read would poison the
 		// connection); the one-second block bounds the delay instead.
-		err := conn.Do(context.WithoutCancel(ctx), "BLPOP", key, strconv.FormatFloat(approvalPoll.Seconds(), 'f', 3, 64)).Err()
+		err := conn.Do(context.WithoutCancel(ctx), "BLPOP", key, strconv.FormatFloat(waitPoll.Seconds(), 'f', 3, 64)).Err()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return "", s.wrap("wait oauth", err)
 		}
