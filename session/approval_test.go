@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -15,15 +14,22 @@ func newApproval(k ThreadKey, expires time.Duration) Approval {
 		Expires: time.Now().Add(expires), MessageTS: "1700000002.000300"}
 }
 
+// createApproval stores newApproval(k, expires) in s.
+func createApproval(t *testing.T, s *Store, k ThreadKey, expires time.Duration) Approval {
+	t.Helper()
+	ap, err := s.CreateApproval(ctxT(t), newApproval(k, expires))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ap
+}
+
 func TestApprovalDecideExactlyOnceAcrossClients(t *testing.T) {
 	a := newStore(t, Options{})
 	b := peer(t, a, Options{})
 	ctx := ctxT(t)
 	k := testThread()
-	ap, err := a.CreateApproval(ctx, newApproval(k, time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ap := createApproval(t, a, k, time.Minute)
 	if ap.ID == "" || ap.State != ApprovalPending {
 		t.Fatalf("created approval = %+v", ap)
 	}
@@ -36,47 +42,9 @@ func TestApprovalDecideExactlyOnceAcrossClients(t *testing.T) {
 	}
 
 	// 20 clicks on two replicas at once, with different answers.
-	states := []string{ApprovalAllowOnce, ApprovalDeny, ApprovalAllowSession, ApprovalWithdrawn}
-	type click struct {
-		by   string
-		a    Approval
-		won  bool
-		err  error
-		want string
-	}
-	clicks := make([]click, 20)
-	var wg sync.WaitGroup
-	for i := range clicks {
-		st := []*Store{a, b}[i%2]
-		clicks[i].by = fmt.Sprintf("U%d", i)
-		clicks[i].want = states[i%len(states)]
-		wg.Go(func() {
-			clicks[i].a, clicks[i].won, clicks[i].err = st.Decide(ctx, ap.ID, clicks[i].want, clicks[i].by)
-		})
-	}
-	wg.Wait()
-	winners := 0
-	var final Approval
-	for _, c := range clicks {
-		if c.err != nil {
-			t.Fatalf("Decide: %v", c.err)
-		}
-		if c.won {
-			winners++
-			final = c.a
-			if c.a.State != c.want || c.a.DecidedBy != c.by {
-				t.Errorf("winner got %+v, want state %s by %s", c.a, c.want, c.by)
-			}
-		}
-	}
-	if winners != 1 {
-		t.Fatalf("%d clicks won the compare-and-set, want exactly 1", winners)
-	}
-	for _, c := range clicks {
-		if c.a.State != final.State || c.a.DecidedBy != final.DecidedBy {
-			t.Errorf("click by %s saw %s by %s, want the winner's %s by %s", c.by, c.a.State, c.a.DecidedBy, final.State, final.DecidedBy)
-		}
-	}
+	final := settleRace(t, [2]*Store{a, b}, 20,
+		[]string{ApprovalAllowOnce, ApprovalDeny, ApprovalAllowSession, ApprovalWithdrawn},
+		func(st *Store, state, by string) (Approval, bool, error) { return st.Decide(ctx, ap.ID, state, by) })
 	// A replayed click later is a no-op.
 	again, won, err := b.Decide(ctx, ap.ID, ApprovalAllowOnce, "U99")
 	if err != nil || won || again.State != final.State {
@@ -95,10 +63,7 @@ func TestWaitApprovalWokenByOtherClient(t *testing.T) {
 	b := peer(t, a, Options{})
 	ctx := ctxT(t)
 	k := testThread()
-	ap, err := a.CreateApproval(ctx, newApproval(k, time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ap := createApproval(t, a, k, time.Minute)
 	// Two waiters (the turn, and a replica that resumed it) both wake.
 	type res struct {
 		a   Approval
@@ -131,10 +96,7 @@ func TestWaitApprovalCancelled(t *testing.T) {
 	s := newStore(t, Options{})
 	ctx := ctxT(t)
 	k := testThread()
-	ap, err := s.CreateApproval(ctx, newApproval(k, time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ap := createApproval(t, s, k, time.Minute)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { _, err := s.WaitApproval(wctx, ap.ID); done <- err }()
@@ -157,10 +119,7 @@ func TestApprovalExpiry(t *testing.T) {
 	s := newStore(t, Options{})
 	ctx := ctxT(t)
 	k := testThread()
-	ap, err := s.CreateApproval(ctx, newApproval(k, 300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ap := createApproval(t, s, k, 300*time.Millisecond)
 	got, err := s.WaitApproval(ctx, ap.ID)
 	if err != nil || got.State != ApprovalExpired {
 		t.Fatalf("WaitApproval past expiry = %+v, %v; want expired", got, err)
@@ -173,10 +132,7 @@ func TestApprovalExpiry(t *testing.T) {
 
 	// A click that arrives after expiry, before any waiter noticed, decides
 	// expired.
-	ap2, err := s.CreateApproval(ctx, newApproval(k, 50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ap2 := createApproval(t, s, k, 50*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
 	late, won, err = s.Decide(ctx, ap2.ID, ApprovalAllowOnce, "U1")
 	if err != nil || won || late.State != ApprovalExpired {
@@ -204,11 +160,7 @@ func TestWaitersDoNotStarveThePool(t *testing.T) {
 	k := testThread()
 	var ids []string
 	for range 3 {
-		ap, err := s.CreateApproval(ctx, newApproval(k, time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, ap.ID)
+		ids = append(ids, createApproval(t, s, k, time.Minute).ID)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ids))

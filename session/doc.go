@@ -2,11 +2,12 @@
 // transcripts and their metadata, the per-thread lease with its fencing
 // token, the queue of messages that arrive while a turn runs, the index of
 // active turns (for takeover by another replica), event dedupe, pending tool
-// approvals, per-workspace MCP registrations with encrypted secrets,
-// tool-definition pins, shared rate budgets, a bounded audit stream, and
-// the sealed Slack installations of a multi-workspace deployment with the
-// clean-up of uninstalled workspaces, and a sealed per-thread cache of the
-// messages the bot received (ThreadCache).
+// approvals and MCP servers' questions (one lifecycle, prompt.go),
+// per-workspace MCP registrations with encrypted secrets, tool-definition pins,
+// shared rate budgets, a bounded audit stream, and the sealed Slack
+// installations of a multi-workspace deployment with the clean-up of
+// uninstalled workspaces, and a sealed per-thread cache of the messages the
+// bot received (ThreadCache).
 //
 // It is the only package that imports go-redis and it owns every Redis key.
 // With an empty URL the store runs an in-process Redis (miniredis): state
@@ -17,7 +18,8 @@
 //
 // Every key starts with Options.Prefix (P). All keys of one thread share the
 // Cluster hash tag {t:TEAM:CHANNEL:TS}, a workspace's keys share {w:TEAM},
-// an approval's keys share {a:ID}; every Lua script touches one tag only.
+// an approval's keys share {a:ID}, a question's {e:ID}; every Lua script
+// touches one tag only.
 //
 //	P:{t:…}:msgs       list, one JSON provider.Message per element   TTL SessionTTL, refreshed by writes
 //	P:{t:…}:meta       JSON Meta                                    TTL SessionTTL
@@ -26,6 +28,7 @@
 //	P:{t:…}:queue      payloads that arrived mid-turn               TTL SessionTTL, ≤ MaxQueue
 //	P:{t:…}:grants     set of tools allowed for the session         TTL SessionTTL
 //	P:{t:…}:approvals  set of approval ids of the thread            TTL ≥ SessionTTL
+//	P:{t:…}:elicits    set of question ids of the thread            TTL ≥ SessionTTL
 //	P:{t:…}:cache      hash ts → sealed received message ("x": deleted) TTL ThreadCacheOptions.TTL (SessionTTL), ≤ MaxMessages, MaxBytes
 //	P:{t:…}:cache:order zset of the cached ts; …:cache:meta coverage  same TTL (threadcache.go)
 //	P:active           zset of threads with a lease (score = token) TTL SessionTTL, pruned by Orphans
@@ -41,6 +44,7 @@
 //	P:{w:T}:retired    uninstalled: the workspace's data expires     TTL SessionTTL
 //	P:{si:STATE}       pending Slack install                         TTL ≤ MaxInstallStateTTL
 //	P:{a:ID}, …:wake   approval hash and its wake-up list           TTL Expires + ApprovalRetention
+//	P:{e:ID}, …:wake   question hash (spec, answer sealed) and list TTL Expires + ApprovalRetention
 //	P:{r:BUCKET}       GCRA arrival time                            TTL until the bucket is full again
 //
 // # A turn across replicas

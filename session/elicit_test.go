@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -37,44 +35,15 @@ func TestQuestionAnsweredExactlyOnceAcrossReplicas(t *testing.T) {
 	}
 
 	// 16 answers on two replicas at once.
-	states := []string{QuestionAccept, QuestionDecline, QuestionCancel, QuestionWithdrawn}
-	type click struct {
-		by, want string
-		q        Question
-		won      bool
-		err      error
-	}
-	clicks := make([]click, 16)
-	var wg sync.WaitGroup
-	for i := range clicks {
-		st := []*Store{a, b}[i%2]
-		clicks[i].by, clicks[i].want = fmt.Sprintf("U%d", i), states[i%len(states)]
-		wg.Go(func() {
+	final := settleRace(t, [2]*Store{a, b}, 16,
+		[]string{QuestionAccept, QuestionDecline, QuestionCancel, QuestionWithdrawn},
+		func(st *Store, state, by string) (Question, bool, error) {
 			var ans []byte
-			if clicks[i].want == QuestionAccept {
-				ans = []byte(`{"v":"` + answerCanary + clicks[i].by + `"}`)
+			if state == QuestionAccept {
+				ans = []byte(`{"v":"` + answerCanary + by + `"}`)
 			}
-			clicks[i].q, clicks[i].won, clicks[i].err = st.AnswerQuestion(ctx, q.ID, clicks[i].want, clicks[i].by, ans)
+			return st.AnswerQuestion(ctx, q.ID, state, by, ans)
 		})
-	}
-	wg.Wait()
-	winners := 0
-	var final Question
-	for _, c := range clicks {
-		if c.err != nil {
-			t.Fatal(c.err)
-		}
-		if c.won {
-			winners++
-			final = c.q
-			if c.q.State != c.want || c.q.DecidedBy != c.by {
-				t.Errorf("winner %+v, want %s by %s", c.q, c.want, c.by)
-			}
-		}
-	}
-	if winners != 1 {
-		t.Fatalf("%d answers won, want 1", winners)
-	}
 	if final.State == QuestionAccept && !bytes.Contains(final.Answer, []byte(answerCanary+final.DecidedBy)) {
 		t.Errorf("the winner's answer is %q", final.Answer)
 	}

@@ -48,7 +48,7 @@ func checkPart(name, v string) error {
 
 // keys builds every Redis key the store uses. Per-thread keys share the
 // hash tag {t:TEAM:CHANNEL:TS}; per-workspace keys share {w:TEAM}; an
-// approval's keys share {a:ID}.
+// approval's keys share {a:ID}, a question's {e:ID} (elicit.go).
 type keys struct{ prefix string }
 
 type threadKeys struct {

@@ -1,12 +1,61 @@
 package session
 
 import (
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// settleRace settles one prompt n times at once, alternating between two
+// replicas, with states in turn (settle gets the store, the state and the
+// clicker). Exactly one call must win, recording its own state and clicker,
+// and every call must return the winner's decision. It returns the winner's
+// record.
+func settleRace[T prompt[T]](t *testing.T, stores [2]*Store, n int, states []string, settle func(st *Store, state, by string) (T, bool, error)) T {
+	t.Helper()
+	type click struct {
+		by, want string
+		v        T
+		won      bool
+		err      error
+	}
+	clicks := make([]click, n)
+	var wg sync.WaitGroup
+	for i := range clicks {
+		st := stores[i%2]
+		clicks[i].by, clicks[i].want = fmt.Sprintf("U%d", i), states[i%len(states)]
+		wg.Go(func() { clicks[i].v, clicks[i].won, clicks[i].err = settle(st, clicks[i].want, clicks[i].by) })
+	}
+	wg.Wait()
+	var final T
+	winners := 0
+	for _, c := range clicks {
+		if c.err != nil {
+			t.Fatalf("settle: %v", c.err)
+		}
+		if got := c.v.core(); c.won {
+			winners++
+			final = c.v
+			if got.State != c.want || got.DecidedBy != c.by {
+				t.Errorf("winner got %+v, want state %s by %s", c.v, c.want, c.by)
+			}
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d calls won the compare-and-set, want exactly 1", winners)
+	}
+	f := final.core()
+	for _, c := range clicks {
+		if got := c.v.core(); got.State != f.State || got.DecidedBy != f.DecidedBy {
+			t.Errorf("click by %s saw %s by %s, want the winner's %s by %s", c.by, got.State, got.DecidedBy, f.State, f.DecidedBy)
+		}
+	}
+	return final
+}
 
 // The records of approvals and questions outlive a deploy: a replica of
 // the previous version may have written the record a new one reads, and
