@@ -12,7 +12,8 @@ import (
 // Questions MCP servers ask the person behind a tool call (elicitation,
 // issue 14), shared by every replica like approvals: the question is posted
 // by the replica running the turn, the answer may be clicked on any other,
-// and it is taken exactly once (a compare-and-set from pending).
+// and it is taken exactly once (a compare-and-set from pending): the
+// lifecycle of approvals, prompts[T] in prompt.go.
 //
 //	P:{e:ID}              hash: the record (spec and answer sealed when SECRET_KEY is set)
 //	P:{e:ID}:wake         wake-up list for waiters
