@@ -139,7 +139,7 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		})
 	}
 
-	got, err := wait(p, "approval of "+req.Hints.Server+"/"+req.Hints.Tool+" by "+a.requester+" in "+k.Channel, ctx, ap.ID, p.store.WaitApproval)
+	got, err := wait(ctx, p, "approval of "+req.Hints.Server+"/"+req.Hints.Tool+" by "+a.requester+" in "+k.Channel, ap.ID, p.store.WaitApproval)
 	if err != nil {
 		if ctx.Err() != nil {
 			return agent.Deny, a.abandon(ctx, ap, pr)

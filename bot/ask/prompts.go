@@ -158,7 +158,7 @@ func (p *Prompts) post(ctx context.Context, k session.ThreadKey, fallback string
 }
 
 // wait records that the turn waits on a person while wait runs.
-func wait[R any](p *Prompts, what string, ctx context.Context, id string, fn func(ctx context.Context, id string) (R, error)) (R, error) {
+func wait[R any](ctx context.Context, p *Prompts, what, id string, fn func(ctx context.Context, id string) (R, error)) (R, error) {
 	end := p.opts.Waiting(what)
 	defer end()
 	return fn(ctx, id)

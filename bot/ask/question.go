@@ -182,7 +182,7 @@ func (p *Prompts) Ask(ctx context.Context, q Question) (Answer, error) {
 	}
 	p.opts.Audit(ctx, k.Team, f)
 
-	got, err := wait(p, "answer of "+q.User+" to a question of "+q.Server+" in "+k.Channel, ctx, id, p.store.WaitQuestion)
+	got, err := wait(ctx, p, "answer of "+q.User+" to a question of "+q.Server+" in "+k.Channel, id, p.store.WaitQuestion)
 	if err != nil {
 		if ctx.Err() != nil {
 			return cancelled, p.abandonQuestion(ctx, rec, q)
