@@ -162,8 +162,7 @@ func (b *Bot) sessionStopped(ctx context.Context, k session.ThreadKey, user stri
 		b.log.Warn("bot: recording a stop request failed; not acking", append(attrs, "err", err)...)
 		return false, nil
 	}
-	b.withdrawApprovals(ctx, k, user)
-	b.withdrawQuestions(ctx, k, user)
+	b.ask.Withdraw(ctx, k, user)
 	return true, nil
 }
 

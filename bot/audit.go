@@ -1,10 +1,7 @@
 package bot
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,21 +12,15 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
 
-// controlStore is what approvals, the audit log and the admin commands need
-// of the session store (part of Store).
+// controlStore is what the audit log and the admin commands need of the
+// session store (part of Store; approvals are bot/ask's).
 type controlStore interface {
-	CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error)
-	GetApproval(ctx context.Context, id string) (session.Approval, error)
-	Decide(ctx context.Context, id, state, by string) (session.Approval, bool, error)
-	WaitApproval(ctx context.Context, id string) (session.Approval, error)
-	PendingApprovals(ctx context.Context, k session.ThreadKey) ([]session.Approval, error)
-	Grant(ctx context.Context, k session.ThreadKey, tool string) error
-	RevokeGrant(ctx context.Context, k session.ThreadKey, tool string) error
 	Audit(ctx context.Context, team string, fields map[string]string) error
 	RecentAudit(ctx context.Context, team string, n int) ([]session.AuditEntry, error)
 	PutRegistration(ctx context.Context, team string, r session.Registration) error
@@ -37,24 +28,13 @@ type controlStore interface {
 	DeleteRegistration(ctx context.Context, team, name string) error
 }
 
-// Audit events.
+// Audit events (those of prompts are bot/ask's).
 const (
-	auditApprovalAsked = "approval_requested"
-	auditDecision      = "approval_decided"
-	auditRefused       = "approval_refused"
-	auditRevoke        = "grant_revoked"
-	auditToolCall      = "tool_call"
-	auditMCPAdd        = "mcp_add"
-	auditMCPRemove     = "mcp_remove"
-	auditMCPApprove    = "mcp_approve"
-	auditAdminRefused  = "admin_refused"
-	// OAuth connects, disconnects and refresh failures are audited by the
-	// MCP manager (oauth_*); the bot audits its prompts.
-	auditConnectAsked = "oauth_connect_requested"
-	// Questions from MCP servers (elicitation).
-	auditQuestionAsked    = "elicitation_asked"
-	auditQuestionAnswered = "elicitation_answered"
-	auditQuestionRefused  = "elicitation_refused"
+	auditToolCall     = "tool_call"
+	auditMCPAdd       = "mcp_add"
+	auditMCPRemove    = "mcp_remove"
+	auditMCPApprove   = "mcp_approve"
+	auditAdminRefused = "admin_refused"
 )
 
 // audit writes one audit record: a structured log line and an entry in the
@@ -77,18 +57,6 @@ func (b *Bot) audit(ctx context.Context, team string, fields map[string]string) 
 	if err := cs.Audit(actx, team, fields); err != nil {
 		b.log.Warn("bot: audit entry not stored", "team", team, "event", fields["event"], "err", err)
 	}
-}
-
-// argsDigest is a short digest of a call's arguments (compacted JSON), so
-// the audit can tell calls apart without holding their content.
-func argsDigest(args json.RawMessage) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, args) != nil {
-		buf.Reset()
-		buf.Write(args)
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	return "sha256:" + hex.EncodeToString(sum[:12])
 }
 
 // auditTools wraps the turn's tools so that every call that runs is
@@ -157,7 +125,7 @@ func (t auditedTool) audited(ctx context.Context, input json.RawMessage, start t
 	}
 	f := map[string]string{
 		"event": auditToolCall, "channel": t.k.Channel, "thread": t.k.ThreadTS, "user": t.requester,
-		"tool": t.Spec().Name, "args_digest": argsDigest(input), "outcome": outcome,
+		"tool": t.Spec().Name, "args_digest": ask.ArgsDigest(input), "outcome": outcome,
 		"duration_ms": strconv.FormatInt(time.Since(start).Milliseconds(), 10),
 	}
 	if ht, ok := t.Tool.(agent.HintedTool); ok {

@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bobbinbot/bobbin/agent"
+	agentask "github.com/bobbinbot/bobbin/agent/ask"
+	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
@@ -31,9 +33,8 @@ type Store interface {
 	turnStore
 	slackapi.Budget // the shared Slack API budgets (slackapi)
 	installStore    // installations and retired workspaces (install.go)
-	controlStore    // approvals, grants, registrations, audit (audit.go)
-	questionStore   // MCP questions (elicit.go)
-	noticeStore     // where Connect was asked (mcpauth.go)
+	controlStore    // registrations, audit (audit.go)
+	ask.Store       // approvals, grants, questions, Connect notices (bot/ask)
 	oauthCleaner    // OAuth connections of removed servers (mcpauth.go)
 	usergroupCache  // user group members (access.go)
 	meterStore      // usage limits (profile.go)
@@ -160,7 +161,7 @@ type Options struct {
 	// CheckForm validates a form answer against its fields and returns a
 	// message per failing field name ("" for the form as a whole); cmd/bot
 	// sets mcp.ValidateElicitContent. Nil checks required fields only.
-	CheckForm func(fields []FormField, content map[string]any) map[string]string
+	CheckForm func(fields []agentask.Field, content map[string]any) map[string]string
 	// UsergroupCacheTTL is how long a user group's members are reused, by
 	// every replica, before usergroups.users.list is asked again
 	// (USERGROUP_CACHE_TTL, default DefaultUsergroupCacheTTL).
@@ -254,6 +255,8 @@ type Bot struct {
 	jobs *jobs.Runner
 	// waits is what running turns wait on people for (waits.go).
 	waits personWaits
+	// ask posts approvals, questions and Connect prompts (prompts.go).
+	ask *ask.Prompts
 
 	// files downloads shared files (download.go).
 	files *fileFetcher
@@ -353,6 +356,7 @@ func New(opts Options) (*Bot, error) {
 		auth = installAuth{b}
 	}
 	b.slack = slackapi.New(gov, auth, log)
+	b.ask = b.newPrompts()   // prompts.go
 	b.collectFeedbackVotes() // feedback.go
 	return b, nil
 }
@@ -469,4 +473,12 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// cmpOr is a when set, else b.
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

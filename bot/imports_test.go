@@ -23,6 +23,9 @@ func TestImportsSubtree(t *testing.T) {
 	importcheck.ForbidExcept(t, "./slackapi", m+"/bot", m+"/bot/mrkdwn")
 	importcheck.Forbid(t, "./mrkdwn", m, importcheck.GoRedis, importcheck.MCPSDK)
 	importcheck.Forbid(t, "./internal/jobs", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
+	// bot/ask: prompts in a thread (approvals, questions, Connect).
+	importcheck.ForbidExcept(t, "./ask", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
+	importcheck.Forbid(t, "./ask", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 }
 
 // TestNoStoreAssertions: no non-test file in the module type-asserts a

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,16 +10,16 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
-// MCP servers that need OAuth (issue 13), the Slack side: Connect buttons
-// (a URL button whose url is the authorization endpoint itself, shown only
-// to the person it is for), /bobbin mcp connect and disconnect, the
-// ephemeral prompt a turn shows when a per-user server's tool is wanted by
-// someone not connected yet (PromptConnect), and what happens when the
-// callback completes on any replica (ConnectDone).
+// MCP servers that need OAuth (issue 13), the Slack side: /bobbin mcp
+// connect and disconnect, with Connect buttons (ask.ConnectBlocks: a URL
+// button whose url is the authorization endpoint itself, shown only to
+// the person it is for). The prompt a turn shows (PromptConnect) and the
+// callback's end (ConnectDone) are bot/ask's.
 
 // MCPAuth is what OAuth needs of the MCP manager besides MCPAdmin. cmd/bot's
 // adapter of *mcp.Manager implements both on the value passed as
@@ -44,8 +43,8 @@ type MCPAuth interface {
 
 // Auth modes of an OAuth server (ServerStatus.Auth, OAuthState.Mode).
 const (
-	AuthWorkspace = "workspace"
-	AuthUser      = "user"
+	AuthWorkspace = ask.AuthWorkspace
+	AuthUser      = ask.AuthUser
 )
 
 // OAuthState is the connection of an OAuth server for the workspace or
@@ -73,7 +72,7 @@ var (
 // Action ids of link buttons: Slack sends a block_actions for a click on
 // a URL button too, which is only acked.
 const (
-	actionConnectLink = "bobbin_connect_link"
+	actionConnectLink = ask.ActionConnectLink
 	labelConnect      = "Connect"
 	labelDisconnect   = "Disconnect"
 )
@@ -91,101 +90,6 @@ func modeWords(mode string) string {
 	return "workspace"
 }
 
-// ConnectRequest asks a person to connect an OAuth MCP server before a tool
-// call can go on (cmd/bot adapts mcp.ConnectPrompt).
-type ConnectRequest struct {
-	// Team, User, Channel, Thread: who asked for the call, and where.
-	Team, User, Channel, Thread string
-	Server                      string
-	// Mode is AuthUser or AuthWorkspace.
-	Mode string
-	// URL is the authorization link: only ever shown to User.
-	URL     string
-	Reason  string
-	Expires time.Time
-}
-
-// connectNotice is where a person was asked to connect (session's
-// ConnectNotice record), so the callback's replica can answer there.
-type connectNotice struct {
-	Channel string `json:"channel"`
-	Thread  string `json:"thread,omitempty"`
-}
-
-// noticeStore keeps connectNotice records (*session.Store).
-type noticeStore interface {
-	PutConnectNotice(ctx context.Context, team, server, user string, rec []byte, ttl time.Duration) error
-	ConnectNotice(ctx context.Context, team, server, user string) ([]byte, error)
-}
-
-// PromptConnect shows the Connect prompt of a turn: an ephemeral message to
-// the requester in the thread (the link must not be usable by anyone
-// else). It returns once shown; the caller waits for the connection, which
-// Stop or APPROVAL_TIMEOUT ends. A workspace server needs an admin: anyone
-// else is told to ask one, and the call fails.
-func (b *Bot) PromptConnect(ctx context.Context, p ConnectRequest) error {
-	if p.Team == "" || p.User == "" || p.Channel == "" {
-		return errors.New("nobody to ask to connect")
-	}
-	if p.Mode == AuthWorkspace {
-		if r, _ := b.roleOf(ctx, p.Team, p.User, ""); r != roleAdmin {
-			b.ephemeralIn(ctx, p.Team, p.Channel, p.Thread, p.User,
-				fmt.Sprintf(":electric_plug: `%s` is connected once for the whole workspace, and it isn't (%s). A workspace admin can connect it with `/bobbin mcp connect %s`.",
-					mrkdwn.InlineCode(p.Server), mrkdwn.EscapeText(cmpOr(p.Reason, "not connected")), mrkdwn.InlineCode(p.Server)), nil)
-			return fmt.Errorf("%s is not connected, and only a workspace admin can connect it (/bobbin mcp connect %s)", p.Server, p.Server)
-		}
-	}
-	if len(p.URL) > 3000 {
-		return errors.New("the authorization link is longer than a Slack button allows")
-	}
-	who := "your account"
-	if p.Mode == AuthWorkspace {
-		who = "it for the whole workspace"
-	}
-	head := fmt.Sprintf(":electric_plug: To use `%s` here I need you to connect %s (%s). I'll go on as soon as you're connected.",
-		mrkdwn.InlineCode(p.Server), who, mrkdwn.EscapeText(cmpOr(p.Reason, "not connected")))
-	blocks := connectBlocks(head, p.Server, p.URL, p.Expires, "Stop withdraws this request.")
-	if err := b.ephemeralIn(ctx, p.Team, p.Channel, p.Thread, p.User, "Connect "+mrkdwn.EscapeText(p.Server), blocks); err != nil {
-		return fmt.Errorf("showing the Connect prompt: %w", err)
-	}
-	b.rememberNotice(ctx, p.Team, p.Server, p.User, connectNotice{Channel: p.Channel, Thread: p.Thread}, p.Expires)
-	b.audit(ctx, p.Team, map[string]string{"event": auditConnectAsked, "user": p.User, "server": p.Server,
-		"channel": p.Channel, "thread": p.Thread, "outcome": cmpOr(p.Reason, "not connected")})
-	return nil
-}
-
-// connectBlocks is a Connect prompt: head, the URL button, and when the
-// link stops working.
-func connectBlocks(head, server, link string, expires time.Time, extra string) []slack.Block {
-	btn := slack.NewButtonBlockElement(actionConnectLink, server, slack.NewTextBlockObject(slack.PlainTextType, labelConnect, false, false))
-	btn.URL = link
-	btn.Style = slack.StylePrimary
-	note := "This link is only for you"
-	if !expires.IsZero() {
-		note += " and works until " + mrkdwn.Date(expires).String()
-	}
-	note += "."
-	if extra != "" {
-		note += " " + extra
-	}
-	return []slack.Block{
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil),
-		slack.NewActionBlock("bobbin_connect", btn),
-		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, note, false, false)),
-	}
-}
-
-func (b *Bot) rememberNotice(ctx context.Context, team, server, user string, n connectNotice, until time.Time) {
-	ttl := time.Until(until)
-	if ttl <= 0 {
-		ttl = 10 * time.Minute
-	}
-	raw, _ := json.Marshal(n)
-	if err := b.store.PutConnectNotice(ctx, team, server, user, raw, ttl+time.Minute); err != nil {
-		b.log.Debug("bot: recording where Connect was asked failed", "team", team, "server", server, "err", err)
-	}
-}
-
 // ephemeralIn posts text (and blocks) only user sees, in channel and
 // thread ("" for none; the bot answers in threads in DMs too), must-deliver
 // within ctx.
@@ -201,34 +105,6 @@ func (b *Bot) ephemeralIn(ctx context.Context, team, channel, thread, user, text
 		_, err := api.PostEphemeralContext(ctx, channel, user, opts...)
 		return err
 	})
-}
-
-// ConnectDone tells the person whose OAuth callback just completed (on
-// this replica; the waiting turn may run on another) how it went, where
-// they asked when known, else in a direct message, and refreshes their App
-// Home. failure is "" on success, else a message safe to show.
-func (b *Bot) ConnectDone(ctx context.Context, team, user, server, failure string) {
-	if team == "" || user == "" || server == "" {
-		return
-	}
-	var text string
-	if failure == "" {
-		text = fmt.Sprintf(":white_check_mark: Connected to `%s`.", mrkdwn.InlineCode(server))
-	} else {
-		text = fmt.Sprintf(":x: Connecting to `%s` didn't work: %s Try Connect again.", mrkdwn.InlineCode(server), mrkdwn.EscapeText(mrkdwn.Clip(failure, 300)))
-	}
-	var n connectNotice
-	if raw, err := b.store.ConnectNotice(ctx, team, server, user); err == nil && raw != nil {
-		_ = json.Unmarshal(raw, &n)
-	}
-	delivered := false
-	if n.Channel != "" {
-		delivered = b.ephemeralIn(ctx, team, n.Channel, n.Thread, user, text, nil) == nil
-	}
-	if !delivered {
-		b.dm(ctx, team, user, text)
-	}
-	b.publishHome(ctx, team, user)
 }
 
 // reply is an answer with optional blocks.
@@ -308,7 +184,7 @@ func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name s
 		b.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
 		return reply{text: mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting %s: %v.", name, err))}
 	}
-	b.rememberNotice(ctx, team, name, user, connectNotice{Channel: to.Channel}, expires)
+	b.ask.RememberConnect(ctx, team, name, user, to.Channel, "", expires)
 	what := "your account"
 	if st.Mode == AuthWorkspace {
 		what = "it for the whole workspace"
@@ -317,7 +193,7 @@ func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name s
 	if st.Connected {
 		head = fmt.Sprintf(":electric_plug: `%s` is already connected; Connect again to replace the connection.", mrkdwn.InlineCode(name))
 	}
-	return reply{text: "Connect " + mrkdwn.EscapeText(name), blocks: connectBlocks(head, name, link, expires, "")}
+	return reply{text: "Connect " + mrkdwn.EscapeText(name), blocks: ask.ConnectBlocks(head, name, link, expires, "")}
 }
 
 // mcpDisconnect answers /bobbin mcp disconnect <name>.
@@ -386,8 +262,8 @@ func (b *Bot) mcpAddOAuth(ctx context.Context, to replyTarget, team, user, name,
 		fmt.Fprintf(&s, "\n%s Try `/bobbin mcp connect %s`.", mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting: %v.", err)), mrkdwn.InlineCode(name))
 		return reply{text: s.String()}
 	}
-	b.rememberNotice(ctx, team, name, user, connectNotice{Channel: to.Channel}, expires)
-	return reply{text: "Registered " + mrkdwn.EscapeText(name), blocks: connectBlocks(s.String(), name, link, expires, "")}
+	b.ask.RememberConnect(ctx, team, name, user, to.Channel, "", expires)
+	return reply{text: "Registered " + mrkdwn.EscapeText(name), blocks: ask.ConnectBlocks(s.String(), name, link, expires, "")}
 }
 
 // oauthCleaner deletes a server's OAuth connections (*session.Store).

@@ -13,7 +13,7 @@ import (
 // Tool policies (/bobbin mcp policy): per server and tool glob, ask, auto,
 // auto-in-dm, admin or deny, and private or public. The mcp package
 // resolves them; the bot sets them, shows them and applies their approval
-// rules (policy_approval.go).
+// rules (bot/ask/policy.go).
 
 // PolicyRule is one rule of a server's tool policy.
 type PolicyRule struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
@@ -105,7 +106,7 @@ func (t privateTool) choose(ctx context.Context, out string) (string, error) {
 		title = h.Server + "/" + h.Tool
 	}
 	id := session.NewApprovalID()
-	expires := time.Now().Add(b.approvalTimeout())
+	expires := time.Now().Add(b.ask.Timeout())
 	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
 		expires = dl
 	}
@@ -159,7 +160,7 @@ func privateClicks(cb slack.InteractionCallback) []*slack.BlockAction {
 	}
 	var out []*slack.BlockAction
 	for _, a := range cb.ActionCallback.BlockActions {
-		if a != nil && (a.ActionID == actionShare || a.ActionID == actionKeep) && validApprovalID(a.Value) {
+		if a != nil && (a.ActionID == actionShare || a.ActionID == actionKeep) && ask.ValidID(a.Value) {
 			out = append(out, a)
 		}
 	}

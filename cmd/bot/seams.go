@@ -5,7 +5,9 @@ import (
 	"errors"
 	"sync/atomic"
 
+	agentask "github.com/bobbinbot/bobbin/agent/ask"
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/mcp"
 )
 
@@ -26,7 +28,7 @@ func (s *slackSeams) PromptConnect(ctx context.Context, p mcp.ConnectPrompt) err
 		return errNoBot
 	}
 	r := p.Requester
-	return b.PromptConnect(ctx, bot.ConnectRequest{Team: r.Team, User: r.User, Channel: r.Channel, Thread: r.Thread,
+	return b.Prompts().PromptConnect(ctx, ask.ConnectRequest{Team: r.Team, User: r.User, Channel: r.Channel, Thread: r.Thread,
 		Server: p.Server, Mode: p.Mode, URL: p.URL, Reason: p.Reason, Expires: p.Expires})
 }
 
@@ -37,12 +39,12 @@ func (s *slackSeams) Elicit(ctx context.Context, q mcp.Elicitation) (mcp.ElicitA
 		return mcp.ElicitAnswer{Action: mcp.ActionCancel}, errNoBot
 	}
 	r := q.Requester
-	bq := bot.Question{Team: r.Team, User: r.User, Channel: r.Channel, Thread: r.Thread,
+	bq := ask.Question{Team: r.Team, User: r.User, Channel: r.Channel, Thread: r.Thread,
 		Server: q.Server, Mode: q.Mode, Message: q.Message, URL: q.URL}
 	if q.Schema != nil {
 		bq.Fields, bq.AsksForSecret = q.Schema.Fields, q.Schema.AsksForSecret
 	}
-	ans, err := b.Ask(ctx, bq)
+	ans, err := b.Prompts().Ask(ctx, bq)
 	return mcp.ElicitAnswer{Action: ans.Action, Content: ans.Content}, err
 }
 
@@ -57,14 +59,14 @@ func (s *slackSeams) callbackDone(ctx context.Context, res mcp.CallbackResult, e
 	var ce *mcp.CallbackError
 	switch {
 	case err == nil:
-		b.ConnectDone(ctx, res.Team, res.User, res.Server, "")
+		b.Prompts().ConnectDone(ctx, res.Team, res.User, res.Server, "")
 	case errors.As(err, &ce) && ce.Result.Team != "":
-		b.ConnectDone(ctx, ce.Result.Team, ce.Result.User, ce.Result.Server, ce.Msg)
+		b.Prompts().ConnectDone(ctx, ce.Result.Team, ce.Result.User, ce.Result.Server, ce.Msg)
 	}
 }
 
 // checkForm is bot.Options.CheckForm: mcp's validator of form answers (a
 // replica other than the asking one validates from the stored question).
-func checkForm(fields []bot.FormField, content map[string]any) map[string]string {
+func checkForm(fields []agentask.Field, content map[string]any) map[string]string {
 	return mcp.ValidateElicitContent(&mcp.ElicitSchema{Fields: fields}, content)
 }

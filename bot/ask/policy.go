@@ -1,7 +1,11 @@
-package bot
+package ask
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 
 	"github.com/slack-go/slack"
 
@@ -17,24 +21,36 @@ const policyAdminWho = "Only a workspace admin can decide (this tool's policy is
 
 // policyMayDecide refuses, with a word to the clicker and an audit entry,
 // a click the tool policy does not accept: on an admin-only approval,
-// anyone but an admin (the asker included). mayDecide has already
+// anyone but an admin (the asker included). Roles.MayDecide has already
 // accepted the asker or an admin.
-func (b *Bot) policyMayDecide(ctx context.Context, cb slack.InteractionCallback, ap session.Approval, action string) bool {
+func (p *Prompts) policyMayDecide(ctx context.Context, cb slack.InteractionCallback, ap session.Approval, action string) bool {
 	if !ap.AdminOnly {
 		return true
 	}
-	r, why := b.roleOf(ctx, ap.Team, cb.User.ID, cb.User.TeamID)
-	if r == roleAdmin {
+	admin, why := p.opts.Roles.IsAdmin(ctx, ap.Team, cb.User.ID, cb.User.TeamID)
+	if admin {
 		return true
 	}
 	msg := "Only a workspace admin can approve this tool (its policy is `admin`). Nothing happened."
 	if why == "lookup failed" {
 		msg = "I couldn't check your account just now, so nothing happened. Please try again in a moment."
 	}
-	b.tell(ctx, cb, ap.ThreadTS, msg)
-	b.audit(ctx, ap.Team, map[string]string{
+	p.Tell(ctx, cb, ap.ThreadTS, msg)
+	p.opts.Audit(ctx, ap.Team, map[string]string{
 		"event": auditRefused, "channel": ap.Channel, "thread": ap.ThreadTS, "user": ap.Requester, "by": cb.User.ID,
 		"tool": ap.Tool, "server": ap.Server, "approval": ap.ID, "outcome": action, "policy": "admin",
 	})
 	return false
+}
+
+// ArgsDigest is a short digest of a call's arguments (compacted JSON), so
+// the audit can tell calls apart without holding their content.
+func ArgsDigest(args json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, args) != nil {
+		buf.Reset()
+		buf.Write(args)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return "sha256:" + hex.EncodeToString(sum[:12])
 }

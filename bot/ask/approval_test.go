@@ -1,4 +1,4 @@
-package bot
+package ask
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -16,6 +18,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/internal/jobs"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
@@ -176,7 +180,7 @@ func TestClosedBlocks(t *testing.T) {
 			if tt.state == session.ApprovalExpired {
 				a.DecidedBy = ""
 			}
-			ids, text, buttons := renderedBlocks(t, closeBlocks(base, statusLine(a), tt.buttons))
+			ids, text, buttons := renderedBlocks(t, closeApproval(base, statusLine(a), tt.buttons))
 			if !strings.Contains(text, tt.want) || !strings.Contains(text, fmt.Sprintf("<!date^%d^", at.Unix())) {
 				t.Errorf("status %q lacks %q or the date", text, tt.want)
 			}
@@ -202,9 +206,9 @@ func TestApprovalClicks(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &cb); err != nil {
 		t.Fatal(err)
 	}
-	got := approvalClicks(cb)
+	got := Clicks(cb)
 	if len(got) != 1 || got[0].ActionID != actionAllowOnce || got[0].Value != "0123abcd" {
-		t.Errorf("approvalClicks = %+v, want the one allow-once click", got)
+		t.Errorf("Clicks = %+v, want the one allow-once click", got)
 	}
 }
 
@@ -218,17 +222,37 @@ func FuzzApprovalPayload(f *testing.F) {
 		if json.Unmarshal([]byte(raw), &cb) != nil {
 			return
 		}
-		for _, a := range approvalClicks(cb) {
-			if !validApprovalID(a.Value) {
+		for _, a := range Clicks(cb) {
+			if !ValidID(a.Value) {
 				t.Fatalf("accepted approval id %q", a.Value)
 			}
 		}
 	})
 }
 
-type nopRunner struct{}
+// testPrompts are Prompts on the emulated Slack and store, with roles
+// that let everyone decide.
+func testPrompts(t *testing.T, emu *slackemu.Server, store *session.Store) *Prompts {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	m := slackapi.NewMetrics()
+	gov := slackapi.NewGovernor(store, slackapi.DefaultRateLimits(), m, log, time.Minute)
+	hc := &http.Client{Transport: slackapi.NewTransport(http.DefaultTransport, gov, m)}
+	api := slackapi.New(gov, slackapi.Static{API: slack.New(slackemu.BotToken, slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(hc))}, log)
+	runner := jobs.New(log, time.Minute)
+	t.Cleanup(runner.Close)
+	return New(Options{API: api, Store: store, Roles: anyone{}, Jobs: runner, Logger: log,
+		Audit: func(context.Context, string, map[string]string) {}})
+}
 
-func (nopRunner) Run(context.Context, agent.Turn) (agent.Result, error) { return agent.Result{}, nil }
+// anyone lets everyone decide and see.
+type anyone struct{}
+
+func (anyone) MayDecide(context.Context, string, string, string, string) (bool, string) {
+	return true, ""
+}
+func (anyone) IsAdmin(context.Context, string, string, string) (bool, string) { return true, "" }
+func (anyone) MaySee(context.Context, string, string, string) bool            { return true }
 
 // A turn resumed on another replica waits on the prompt its predecessor
 // posted instead of asking twice.
@@ -242,10 +266,7 @@ func TestApproverResumesPendingPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	b, err := New(Options{BotToken: slackemu.BotToken, AppToken: slackemu.AppToken, APIURL: emu.APIURL(), Store: store, Agent: nopRunner{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := testPrompts(t, emu, store)
 	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: "1700000000.000100"}
 	ap, err := store.CreateApproval(context.Background(), session.Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
 		Requester: slackemu.UserAlice, Tool: "gh__create_issue", CallID: "call_1", Expires: time.Now().Add(1500 * time.Millisecond), MessageTS: "1700000001.000200"})
@@ -254,7 +275,7 @@ func TestApproverResumesPendingPrompt(t *testing.T) {
 	}
 	// Nobody answers: the resumed wait ends with the prompt's own expiry
 	// (PendingApprovals lists it even when the resume comes after that).
-	d, err := b.approverFor(k, slackemu.UserAlice).Approve(context.Background(), approvalRequest(`{"a":1}`, agent.Hints{}))
+	d, err := p.Approver(k, slackemu.UserAlice).Approve(context.Background(), approvalRequest(`{"a":1}`, agent.Hints{}))
 	if !errors.Is(err, errApprovalExpired) || d != agent.Deny {
 		t.Errorf("Approve = %v, %v; want deny, expired", d, err)
 	}

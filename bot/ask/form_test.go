@@ -1,4 +1,4 @@
-package bot
+package ask
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/slack-go/slack"
+
+	"github.com/bobbinbot/bobbin/agent/ask"
 )
 
 func intp(n int) *int { return &n }
@@ -15,16 +17,16 @@ func intp(n int) *int { return &n }
 // typed content the server's schema wants, and the answer survives the
 // trip through the store typed the same.
 func TestFormRoundTrip(t *testing.T) {
-	fields := []FormField{
-		{Name: "name", Kind: FieldString, Required: true, Default: "Ada"},
-		{Name: "age", Kind: FieldInteger, Default: 36.0},
-		{Name: "ratio", Kind: FieldNumber},
-		{Name: "ok", Kind: FieldBoolean, Default: true},
-		{Name: "must", Kind: FieldBoolean, Required: true},
-		{Name: "size", Kind: FieldEnum, Options: []FormOption{{Value: "s", Title: "Small"}, {Value: "l", Title: "Large"}}},
-		{Name: "tags", Kind: FieldMultiEnum, MaxItems: intp(2), Options: []FormOption{{Value: "a"}, {Value: "b"}}},
-		{Name: "day", Kind: FieldString, Format: "date"},
-		{Name: "pin", Kind: FieldString, Title: "Card PIN"},
+	fields := []ask.Field{
+		{Name: "name", Kind: ask.FieldString, Required: true, Default: "Ada"},
+		{Name: "age", Kind: ask.FieldInteger, Default: 36.0},
+		{Name: "ratio", Kind: ask.FieldNumber},
+		{Name: "ok", Kind: ask.FieldBoolean, Default: true},
+		{Name: "must", Kind: ask.FieldBoolean, Required: true},
+		{Name: "size", Kind: ask.FieldEnum, Options: []ask.Option{{Value: "s", Title: "Small"}, {Value: "l", Title: "Large"}}},
+		{Name: "tags", Kind: ask.FieldMultiEnum, MaxItems: intp(2), Options: []ask.Option{{Value: "a"}, {Value: "b"}}},
+		{Name: "day", Kind: ask.FieldString, Format: "date"},
+		{Name: "pin", Kind: ask.FieldString, Title: "Card PIN"},
 	}
 	state := &slack.ViewState{Values: map[string]map[string]slack.BlockAction{
 		"q_f0": {"v": {Value: "Grace"}},
@@ -65,7 +67,7 @@ func TestFormRoundTrip(t *testing.T) {
 	}
 
 	m := questionModal("abc", Question{Server: "a-server-with-a-long-name", Message: "Hi <!channel>", Fields: fields, AsksForSecret: true})
-	if m.PrivateMetadata != "abc" || m.CallbackID != callbackQuestion || len([]rune(m.Title.Text)) > 24 {
+	if m.PrivateMetadata != "abc" || m.CallbackID != CallbackQuestion || len([]rune(m.Title.Text)) > 24 {
 		t.Errorf("modal %+v", m)
 	}
 	raw, _ = json.Marshal(m)

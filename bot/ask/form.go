@@ -1,7 +1,8 @@
-package bot
+package ask
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,9 +25,9 @@ import (
 // its submission, validated against the schema with field errors shown in
 // the modal (response_action errors).
 
-// callbackQuestion is the modal's callback_id; its private_metadata is the
-// question id.
-const callbackQuestion = "bobbin_question"
+// CallbackQuestion is the callback_id of a question's form (Submit
+// handles its submission); its private_metadata is the question id.
+const CallbackQuestion = "bobbin_question"
 
 // actionQValue is the action id of every input (block ids tell fields
 // apart: blockField(i)).
@@ -48,30 +49,30 @@ func blockField(i int) string { return "q_f" + strconv.Itoa(i) }
 // boolAsSelect: a required boolean without a default is a yes/no select
 // (so the person must choose); others are a checkbox, pre-checked when the
 // default is true.
-func boolAsSelect(f FormField) bool {
+func boolAsSelect(f ask.Field) bool {
 	_, has := f.Default.(bool)
 	return f.Required && !has
 }
 
-func fieldLabel(f FormField) string {
-	return mrkdwn.ClipRunes(cmpOr(strings.TrimSpace(f.Title), f.Name), maxLabel)
+func fieldLabel(f ask.Field) string {
+	return mrkdwn.ClipRunes(cmp.Or(strings.TrimSpace(f.Title), f.Name), maxLabel)
 }
 
-func optionText(o FormOption) string {
-	return mrkdwn.ClipRunes(cmpOr(o.Title, o.Value), maxOptionText)
+func optionText(o ask.Option) string {
+	return mrkdwn.ClipRunes(cmp.Or(o.Title, o.Value), maxOptionText)
 }
 
 // formatNum renders a number for number_input (no exponent).
 func formatNum(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // fieldHint is the field's description plus what the schema requires.
-func fieldHint(f FormField) string {
+func fieldHint(f ask.Field) string {
 	var parts []string
 	if d := strings.TrimSpace(f.Description); d != "" {
 		parts = append(parts, d)
 	}
 	switch f.Kind {
-	case FieldString:
+	case ask.FieldString:
 		switch f.Format {
 		case "email":
 			parts = append(parts, "An email address.")
@@ -88,7 +89,7 @@ func fieldHint(f FormField) string {
 		case f.MinLength != nil:
 			parts = append(parts, fmt.Sprintf("At least %d characters.", *f.MinLength))
 		}
-	case FieldNumber, FieldInteger:
+	case ask.FieldNumber, ask.FieldInteger:
 		switch {
 		case f.Minimum != nil && f.Maximum != nil:
 			parts = append(parts, fmt.Sprintf("From %s to %s.", formatNum(*f.Minimum), formatNum(*f.Maximum)))
@@ -97,7 +98,7 @@ func fieldHint(f FormField) string {
 		case f.Maximum != nil:
 			parts = append(parts, fmt.Sprintf("%s or less.", formatNum(*f.Maximum)))
 		}
-	case FieldMultiEnum:
+	case ask.FieldMultiEnum:
 		switch {
 		case f.MinItems != nil && f.MaxItems != nil:
 			parts = append(parts, fmt.Sprintf("Choose %d to %d.", *f.MinItems, *f.MaxItems))
@@ -112,10 +113,10 @@ func fieldHint(f FormField) string {
 }
 
 // fieldElement is the input element of one field, defaults pre-filled.
-func fieldElement(f FormField) slack.BlockElement {
+func fieldElement(f ask.Field) slack.BlockElement {
 	switch f.Kind {
-	case FieldNumber, FieldInteger:
-		e := slack.NewNumberInputBlockElement(nil, actionQValue, f.Kind == FieldNumber)
+	case ask.FieldNumber, ask.FieldInteger:
+		e := slack.NewNumberInputBlockElement(nil, actionQValue, f.Kind == ask.FieldNumber)
 		if f.Minimum != nil {
 			e.MinValue = formatNum(*f.Minimum)
 		}
@@ -126,7 +127,7 @@ func fieldElement(f FormField) slack.BlockElement {
 			e.InitialValue = formatNum(x)
 		}
 		return e
-	case FieldBoolean:
+	case ask.FieldBoolean:
 		def, _ := f.Default.(bool)
 		if boolAsSelect(f) {
 			yes, no := slack.NewOptionBlockObject("true", mrkdwn.Plain("Yes"), nil), slack.NewOptionBlockObject("false", mrkdwn.Plain("No"), nil)
@@ -138,7 +139,7 @@ func fieldElement(f FormField) slack.BlockElement {
 			e.InitialOptions = []*slack.OptionBlockObject{yes}
 		}
 		return e
-	case FieldEnum, FieldMultiEnum:
+	case ask.FieldEnum, ask.FieldMultiEnum:
 		opts := make([]*slack.OptionBlockObject, 0, min(len(f.Options), maxSelectOptions))
 		var initial []*slack.OptionBlockObject
 		defaults := defaultStrings(f.Default)
@@ -156,7 +157,7 @@ func fieldElement(f FormField) slack.BlockElement {
 				}
 			}
 		}
-		if f.Kind == FieldEnum {
+		if f.Kind == ask.FieldEnum {
 			e := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, mrkdwn.Plain("Choose one"), actionQValue, opts...)
 			if len(initial) > 0 {
 				e.InitialOption = initial[0]
@@ -223,7 +224,7 @@ func questionModal(id string, q Question) slack.ModalViewRequest {
 		}
 		in := slack.NewInputBlock(blockField(i), mrkdwn.Plain(fieldLabel(f)), hint, fieldElement(f))
 		// Checkboxes are always optional: unchecked means false.
-		in.Optional = !f.Required || (f.Kind == FieldBoolean && !boolAsSelect(f))
+		in.Optional = !f.Required || (f.Kind == ask.FieldBoolean && !boolAsSelect(f))
 		blocks = append(blocks, in)
 	}
 	if len(q.Fields) == 0 {
@@ -231,7 +232,7 @@ func questionModal(id string, q Question) slack.ModalViewRequest {
 	}
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
-		CallbackID:      callbackQuestion,
+		CallbackID:      CallbackQuestion,
 		Title:           mrkdwn.Plain(mrkdwn.ClipRunes("Answer "+q.Server, maxModalTitle)),
 		Submit:          mrkdwn.Plain("Send"),
 		Close:           mrkdwn.Plain("Close"),
@@ -241,24 +242,25 @@ func questionModal(id string, q Question) slack.ModalViewRequest {
 }
 
 // openQuestionModal opens the form for the person who clicked Answer.
-func (b *Bot) openQuestionModal(ctx context.Context, cb slack.InteractionCallback, rec session.Question, q Question) {
+func (p *Prompts) openQuestionModal(ctx context.Context, cb slack.InteractionCallback, rec session.Question, q Question) {
 	if len(q.Fields) > maxModalFields {
-		b.tell(ctx, cb, rec.ThreadTS, "This form has more fields than a Slack form can show. Decline or Cancel it.")
+		p.Tell(ctx, cb, rec.ThreadTS, "This form has more fields than a Slack form can show. Decline or Cancel it.")
 		return
 	}
-	err := b.slack.Do(ctx, slackapi.Call{Team: rec.Team, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
+	err := p.api.Do(ctx, slackapi.Call{Team: rec.Team, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, cb.TriggerID, questionModal(rec.ID, q))
 		return err
 	})
 	if err != nil {
-		b.log.Warn("bot: opening a question's form failed", "question", rec.ID, "err", err)
-		b.tell(ctx, cb, rec.ThreadTS, "I couldn't open the form. Please press Answer again.")
+		p.log.Warn("bot: opening a question's form failed", "question", rec.ID, "err", err)
+		p.Tell(ctx, cb, rec.ThreadTS, "I couldn't open the form. Please press Answer again.")
 	}
 }
 
-// questionSubmitted handles the form's submission: field errors go back to
-// the modal; a valid answer is taken once (on any replica) and closes it.
-func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallback) any {
+// Submit handles the submission of a question's form (CallbackQuestion)
+// and returns the ack: field errors go back to the modal; a valid answer
+// is taken once (on any replica) and closes it.
+func (p *Prompts) Submit(ctx context.Context, cb slack.InteractionCallback) any {
 	// Failures that are not about a field replace the form with a note.
 	fail := func(msg string) any {
 		return slack.NewUpdateViewSubmissionResponse(&slack.ModalViewRequest{
@@ -267,16 +269,16 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 		})
 	}
 	id := cb.View.PrivateMetadata
-	if !validApprovalID(id) {
+	if !ValidID(id) {
 		return fail("This form is broken. Close it and press Answer again.")
 	}
-	rec, q, ok := b.loadQuestion(ctx, cb, id)
+	rec, q, ok := p.loadQuestion(ctx, cb, id)
 	if !ok {
 		return fail("I can't find this question any more. Close this form.")
 	}
 	user := cb.User.ID
-	if ok, _ := b.mayDecide(ctx, rec.Team, user, cb.User.TeamID, rec.Requester); !ok {
-		b.audit(ctx, rec.Team, map[string]string{"event": auditQuestionRefused, "channel": rec.Channel, "thread": rec.ThreadTS,
+	if ok, _ := p.opts.Roles.MayDecide(ctx, rec.Team, user, cb.User.TeamID, rec.Requester); !ok {
+		p.opts.Audit(ctx, rec.Team, map[string]string{"event": auditQuestionRefused, "channel": rec.Channel, "thread": rec.ThreadTS,
 			"user": rec.Requester, "by": user, "server": rec.Server, "question": rec.ID, "outcome": "submit"})
 		return fail("Only the person who was asked, or a workspace admin, can answer this question.")
 	}
@@ -285,7 +287,7 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 	}
 	content, errs := formContent(q.Fields, cb.View.State)
 	if len(errs) == 0 {
-		errs = b.checkForm(q.Fields, content)
+		errs = p.checkForm(q.Fields, content)
 	}
 	if len(errs) > 0 {
 		out := map[string]string{}
@@ -296,10 +298,10 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 		}
 		if msg, ok := errs[""]; ok || len(out) == 0 {
 			if len(q.Fields) == 0 {
-				return fail("The server would not take this answer: " + cmpOr(msg, "it is not valid") + ".")
+				return fail("The server would not take this answer: " + cmp.Or(msg, "it is not valid") + ".")
 			}
 			if _, taken := out[blockField(0)]; !taken {
-				out[blockField(0)] = mrkdwn.ClipRunes(cmpOr(msg, "This answer is not valid."), 150)
+				out[blockField(0)] = mrkdwn.ClipRunes(cmp.Or(msg, "This answer is not valid."), 150)
 			}
 		}
 		return slack.NewErrorsViewSubmissionResponse(out)
@@ -308,23 +310,23 @@ func (b *Bot) questionSubmitted(ctx context.Context, cb slack.InteractionCallbac
 	if err != nil {
 		return fail("I couldn't read this answer. Please try again.")
 	}
-	got, won, err := b.store.AnswerQuestion(ctx, rec.ID, session.QuestionAccept, user, raw)
+	got, won, err := p.store.AnswerQuestion(ctx, rec.ID, session.QuestionAccept, user, raw)
 	if err != nil {
-		b.log.Warn("bot: recording an answer failed", "question", rec.ID, "err", err)
+		p.log.Warn("bot: recording an answer failed", "question", rec.ID, "err", err)
 		return fail("I couldn't record your answer just now. Please send it again.")
 	}
 	if !won {
 		return fail("This question is closed: " + stripEmoji(questionStatus(got)) + " Close this form.")
 	}
-	b.questionAnswered(ctx, got, q, answerSummary(q.Fields, content, got.DecidedBy))
+	p.questionAnswered(ctx, got, q, answerSummary(q.Fields, content, got.DecidedBy))
 	return nil
 }
 
 // checkForm validates content with Options.CheckForm (mcp's validator),
 // else checks required fields only.
-func (b *Bot) checkForm(fields []FormField, content map[string]any) map[string]string {
-	if b.opts.CheckForm != nil {
-		return b.opts.CheckForm(fields, content)
+func (p *Prompts) checkForm(fields []ask.Field, content map[string]any) map[string]string {
+	if p.opts.CheckForm != nil {
+		return p.opts.CheckForm(fields, content)
 	}
 	errs := map[string]string{}
 	for _, f := range fields {
@@ -337,7 +339,7 @@ func (b *Bot) checkForm(fields []FormField, content map[string]any) map[string]s
 
 // formContent reads the submitted values into typed content (string,
 // float64, int64, bool, []string); errs holds what cannot be read.
-func formContent(fields []FormField, state *slack.ViewState) (map[string]any, map[string]string) {
+func formContent(fields []ask.Field, state *slack.ViewState) (map[string]any, map[string]string) {
 	content := map[string]any{}
 	errs := map[string]string{}
 	for i, f := range fields {
@@ -349,7 +351,7 @@ func formContent(fields []FormField, state *slack.ViewState) (map[string]any, ma
 			act = state.Values[blockField(i)][actionQValue]
 		}
 		switch f.Kind {
-		case FieldNumber, FieldInteger:
+		case ask.FieldNumber, ask.FieldInteger:
 			text := strings.TrimSpace(act.Value)
 			if text == "" {
 				break
@@ -358,14 +360,14 @@ func formContent(fields []FormField, state *slack.ViewState) (map[string]any, ma
 			switch {
 			case err != nil || math.IsNaN(x) || math.IsInf(x, 0):
 				errs[f.Name] = "Enter a number."
-			case f.Kind == FieldInteger && x != math.Trunc(x):
+			case f.Kind == ask.FieldInteger && x != math.Trunc(x):
 				errs[f.Name] = "Enter a whole number."
-			case f.Kind == FieldInteger:
+			case f.Kind == ask.FieldInteger:
 				content[f.Name] = int64(x)
 			default:
 				content[f.Name] = x
 			}
-		case FieldBoolean:
+		case ask.FieldBoolean:
 			if boolAsSelect(f) {
 				switch act.SelectedOption.Value {
 				case "true":
@@ -376,13 +378,13 @@ func formContent(fields []FormField, state *slack.ViewState) (map[string]any, ma
 				break
 			}
 			content[f.Name] = len(act.SelectedOptions) > 0
-		case FieldEnum:
+		case ask.FieldEnum:
 			if v, ok := optionValue(f, act.SelectedOption.Value); ok {
 				content[f.Name] = v
 			} else if act.SelectedOption.Value != "" {
 				errs[f.Name] = "Choose one of the options."
 			}
-		case FieldMultiEnum:
+		case ask.FieldMultiEnum:
 			if len(act.SelectedOptions) == 0 {
 				break
 			}
@@ -410,7 +412,7 @@ func formContent(fields []FormField, state *slack.ViewState) (map[string]any, ma
 }
 
 // optionValue maps a select's option value (an index) to the enum value.
-func optionValue(f FormField, idx string) (string, bool) {
+func optionValue(f ask.Field, idx string) (string, bool) {
 	i, err := strconv.Atoi(idx)
 	if err != nil || i < 0 || i >= len(f.Options) {
 		return "", false
@@ -420,7 +422,7 @@ func optionValue(f FormField, idx string) (string, bool) {
 
 // decodeAnswer reads an answer stored by the replica that took it, typed by
 // its fields (JSON numbers come back as float64; integers must stay whole).
-func decodeAnswer(fields []FormField, raw []byte) (map[string]any, error) {
+func decodeAnswer(fields []ask.Field, raw []byte) (map[string]any, error) {
 	if len(raw) == 0 {
 		return map[string]any{}, nil
 	}
@@ -438,7 +440,7 @@ func decodeAnswer(fields []FormField, raw []byte) (map[string]any, error) {
 	for k, v := range m {
 		switch x := v.(type) {
 		case json.Number:
-			if kinds[k] == FieldInteger {
+			if kinds[k] == ask.FieldInteger {
 				n, err := x.Int64()
 				if err != nil {
 					f, _ := x.Float64()
@@ -465,13 +467,13 @@ func decodeAnswer(fields []FormField, raw []byte) (map[string]any, error) {
 
 // hidden: answers to fields whose name or title suggests a secret are
 // never shown, whatever the server marked.
-func hidden(f FormField) bool {
+func hidden(f ask.Field) bool {
 	return f.Sensitive || ask.LooksSecret(f.Name) || ask.LooksSecret(f.Title)
 }
 
 // answerSummary shows what was answered, in field order: sensitive values
 // hidden, the rest escaped and cut.
-func answerSummary(fields []FormField, content map[string]any, by string) string {
+func answerSummary(fields []ask.Field, content map[string]any, by string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Answer of <@%s>:*", by)
 	n := 0
@@ -494,11 +496,11 @@ func answerSummary(fields []FormField, content map[string]any, by string) string
 }
 
 // answerText renders one answered value for people.
-func answerText(f FormField, v any) string {
+func answerText(f ask.Field, v any) string {
 	title := func(val string) string {
 		for _, o := range f.Options {
 			if o.Value == val {
-				return cmpOr(o.Title, o.Value)
+				return cmp.Or(o.Title, o.Value)
 			}
 		}
 		return val
@@ -510,7 +512,7 @@ func answerText(f FormField, v any) string {
 		}
 		return "no"
 	case string:
-		if f.Kind == FieldEnum {
+		if f.Kind == ask.FieldEnum {
 			return title(x)
 		}
 		return x
