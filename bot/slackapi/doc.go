@@ -9,6 +9,11 @@
 // scopes.go gives each its slack-go methods and scopes (the manifest test
 // in package bot checks both against the code).
 //
+// A call the governor makes wait for budget, or drops or merges, is a
+// "slack.budget_wait" span under the span in its context, from that span's
+// own TracerProvider (governor_trace.go): nothing to inject, nothing built
+// when tracing is off or the call did not wait.
+//
 // It must not import package bot or its feature packages; of this module
 // it uses session's budget types (and may use bot/mrkdwn).
 package slackapi

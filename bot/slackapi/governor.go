@@ -177,8 +177,13 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 	}
 	if l.Off && c.Slot == nil {
 		// No budget, but a 429's pause still holds.
-		if !g.waitPause(ctx, c) {
+		waited, ok := g.waitPause(ctx, c)
+		if !ok {
+			traceWait(ctx, c, start, outcomeCanceled)
 			return nil, ctx.Err()
+		}
+		if waited {
+			traceWait(ctx, c, start, outcomeGranted)
 		}
 		return gr, nil
 	}
@@ -202,6 +207,7 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			wait := time.Until(ln.next[Lossy])
 			g.mu.Unlock()
 			g.m.SlackDropped.WithLabelValues(c.Method, "dropped").Inc()
+			traceWait(ctx, c, start, outcomeDropped)
 			return nil, BudgetError{Wait: max(wait, 0)}
 		}
 	}
@@ -211,6 +217,8 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 	}
 	ln.insert(w)
 	g.kickLocked(ln)
+	// A call that is not asking for budget at once waits (traced).
+	waited := ln.holder != w
 	g.mu.Unlock()
 
 	var deadline <-chan time.Time
@@ -222,13 +230,18 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 	for {
 		select {
 		case err := <-w.done:
+			traceWait(ctx, c, start, outcomeMerged)
 			return nil, err
 		case <-deadline:
 			g.leave(ln, w)
 			g.m.SlackDropped.WithLabelValues(c.Method, "dropped").Inc()
+			traceWait(ctx, c, start, outcomeDropped)
 			return nil, ErrDropped
 		case <-ctx.Done():
 			g.leave(ln, w)
+			if waited {
+				traceWait(ctx, c, start, outcomeCanceled)
+			}
 			return nil, ctx.Err()
 		case <-w.turn:
 		}
@@ -241,11 +254,17 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			ln.remove(w)
 			g.kickLocked(ln)
 			g.mu.Unlock()
+			if waited {
+				traceWait(ctx, c, start, outcomeCanceled)
+			}
 			return nil, ctx.Err()
 		case res.NoSlot:
 			ln.remove(w)
 			g.kickLocked(ln)
 			g.mu.Unlock()
+			if waited {
+				traceWait(ctx, c, start, outcomeNoSlot)
+			}
 			return nil, ErrNoSlot
 		case res.OK:
 			ln.remove(w)
@@ -253,8 +272,12 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			g.gcLocked(ln)
 			g.mu.Unlock()
 			g.m.SlackWait.WithLabelValues(c.Method, c.Prio.String()).Observe(now.Sub(start).Seconds())
+			if waited {
+				traceWait(ctx, c, start, outcomeGranted)
+			}
 			return gr, nil
 		}
+		waited = true
 		ln.next[c.Prio] = now.Add(max(res.Wait, time.Millisecond))
 		if c.Prio == Must && ln.next[Lossy].Before(ln.next[Must]) {
 			ln.next[Lossy] = ln.next[Must]
@@ -264,6 +287,7 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			g.kickLocked(ln)
 			g.mu.Unlock()
 			g.m.SlackDropped.WithLabelValues(c.Method, "dropped").Inc()
+			traceWait(ctx, c, start, outcomeDropped)
 			return nil, BudgetError{Wait: res.Wait}
 		}
 		g.kickLocked(ln)
@@ -271,8 +295,9 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 	}
 }
 
-// waitPause waits out a known 429 pause of c's method.
-func (g *Governor) waitPause(ctx context.Context, c Call) bool {
+// waitPause waits out a known 429 pause of c's method: waited says it
+// had to, ok false that ctx ended first.
+func (g *Governor) waitPause(ctx context.Context, c Call) (waited, ok bool) {
 	g.mu.Lock()
 	st := g.known[c.Team+" "+c.Method]
 	var until time.Time
@@ -281,7 +306,10 @@ func (g *Governor) waitPause(ctx context.Context, c Call) bool {
 	}
 	g.mu.Unlock()
 	d := time.Until(until)
-	return d <= 0 || sleepCtx(ctx, d)
+	if d <= 0 {
+		return false, true
+	}
+	return true, sleepCtx(ctx, d)
 }
 
 // request is c as the shared budget sees it.

@@ -58,19 +58,24 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestTracesExportedOverOTLP runs the whole program with
 // OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver in the test: a turn
 // is one trace, an invoke_agent span with a chat span under it carrying
-// the GenAI attributes, and no message content.
+// the GenAI attributes, and no message content. chat.update's budget is
+// tight (one edit each 500 ms) while the answer streams for over a second:
+// an interim edit refused for want of budget is a slack.budget_wait span
+// under the turn.
 func TestTracesExportedOverOTLP(t *testing.T) {
 	recv := &otlpReceiver{}
 	hs := httptest.NewServer(recv)
 	defer hs.Close()
 	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
 	defer emu.Close()
-	llm := llmemu.New(llmemu.Options{TokenInterval: time.Millisecond})
+	llm := llmemu.New(llmemu.Options{TokenInterval: 10 * time.Millisecond})
 	defer llm.Close()
+	llm.Enqueue(llmemu.Reply{Text: strings.Repeat("word ", 120)})
 	env := profilesEnv(t, emu, llm, "profiles: []\n")
 	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = hs.URL
 	env["OTEL_EXPORTER_OTLP_HEADERS"] = "x-collector-key=k%20v"
 	env["OTEL_SERVICE_NAME"] = "bobbin-test"
+	env["SLACK_RATE_LIMITS"] = "chat.update=120:2"
 	logs, stopRun := startRun(t, env)
 	var once sync.Once
 	var runErr error
@@ -124,6 +129,22 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 	if attrs["gen_ai.operation.name"] != "chat" || attrs["gen_ai.request.model"] != "gpt-4o" || attrs["gen_ai.provider.name"] != "openai" ||
 		ints["gen_ai.usage.input_tokens"] == 0 || ints["gen_ai.usage.output_tokens"] == 0 {
 		t.Errorf("chat span attributes %v %v", attrs, ints)
+	}
+	// The Slack budget wait: a child of the turn, naming the method and
+	// the outcome.
+	if wait := byName["slack.budget_wait"]; wait == nil {
+		t.Error("no slack.budget_wait span for the edits refused for want of budget")
+	} else {
+		attrs := map[string]string{}
+		for _, a := range wait.Attributes {
+			attrs[a.Key] = a.Value.GetStringValue()
+		}
+		if string(wait.TraceId) != string(turn.TraceId) || string(wait.ParentSpanId) != string(turn.SpanId) {
+			t.Error("the budget wait span is not a child of the turn span in its trace")
+		}
+		if attrs["slack.method"] != "chat.update" || attrs["slack.budget.outcome"] == "" {
+			t.Errorf("budget wait span attributes %v", attrs)
+		}
 	}
 	// The turn's log lines carry its trace id.
 	if !strings.Contains(logs.String(), `"trace_id":"`) {
