@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,7 +264,7 @@ func hintWords(h agent.Hints) string {
 // scope and whether it is available to them there, and OAuth connection
 // states (the workspace's, or theirs).
 func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
-	var st []ServerStatus
+	var st []servers.Status
 	if ss, ok := b.opts.MCP.(scopeStatus); ok {
 		st = ss.StatusAt(ctx, b.accessFor(ctx, team, channel, []personRef{{user: user}}))
 	} else if ma := b.mcpAuth(); ma != nil {
@@ -348,7 +349,7 @@ func (b *Bot) mcpTools(ctx context.Context, team, name string) string {
 
 // formatTools lists tools with hints, state and description (cut to
 // descLimit runes); withSchema adds the input schemas.
-func formatTools(tools []ToolInfo, descLimit int, withSchema bool) string {
+func formatTools(tools []servers.ToolInfo, descLimit int, withSchema bool) string {
 	if len(tools) == 0 {
 		return "_No tools._\n"
 	}

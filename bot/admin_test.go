@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"strings"
 	"testing"
 
@@ -113,7 +114,7 @@ func TestAdminFormatting(t *testing.T) {
 	if got := publicURL("https://h/mcp?token=abc#x"); strings.Contains(got, "abc") {
 		t.Errorf("publicURL kept the query: %q", got)
 	}
-	tools := []ToolInfo{
+	tools := []servers.ToolInfo{
 		{Name: "rm`rf", Exposed: "srv__rm_rf", Description: "Deletes <!channel> & more\nlines", Hints: agent.Hints{Destructive: true},
 			Disabled: true, DisabledReason: "definition changed", Flags: []string{"instructions"}, InputSchema: json.RawMessage(`{"type":"object","description":"<@U1>"}`)},
 	}

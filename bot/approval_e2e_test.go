@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"log/slog"
 	"os"
 	"strings"
@@ -431,20 +432,22 @@ type fakeMCP struct {
 	probed  int
 }
 
-func (f *fakeMCP) Status(context.Context, string) []bot.ServerStatus { return nil }
-func (f *fakeMCP) ServerTools(context.Context, string, string) ([]bot.ToolInfo, error) {
+func (f *fakeMCP) Status(context.Context, string) []servers.Status { return nil }
+func (f *fakeMCP) ServerTools(context.Context, string, string) ([]servers.ToolInfo, error) {
 	return nil, bot.ErrUnknownServer
 }
-func (f *fakeMCP) Probe(_ context.Context, name, url string, headers map[string]string) ([]bot.ToolInfo, error) {
+func (f *fakeMCP) Probe(_ context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.probed++
 	f.headers = headers
-	return []bot.ToolInfo{{Name: "search", Description: "Searches <!here> things", Hints: agent.Hints{ReadOnly: true}}}, nil
+	return []servers.ToolInfo{{Name: "search", Description: "Searches <!here> things", Hints: agent.Hints{ReadOnly: true}}}, nil
 }
-func (f *fakeMCP) Approve(context.Context, string, string) ([]bot.ToolInfo, error) { return nil, nil }
-func (f *fakeMCP) Invalidate(string)                                               {}
-func (f *fakeMCP) ValidateURL(raw string) error                                    { return nil }
+func (f *fakeMCP) Approve(context.Context, string, string) ([]servers.ToolInfo, error) {
+	return nil, nil
+}
+func (f *fakeMCP) Invalidate(string)            {}
+func (f *fakeMCP) ValidateURL(raw string) error { return nil }
 
 // slash runs /bobbin and returns everything the person was shown after it.
 func (e *approvalEnv) slash(user, text string, wantAfter int) []slackemu.Ephemeral {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"log/slog"
 	"maps"
 	"slices"
@@ -136,17 +137,14 @@ func (t auditedTool) CallParts(ctx context.Context, input json.RawMessage) (stri
 	return out, parts, err
 }
 
-// toolContext tells the tool who asked (Options.ToolContext): MCP OAuth
+// toolContext tells the tool who asked (access.WithCaller): MCP OAuth
 // per-user connections and questions from servers need the requester. Files
 // the tool returns are shared in the thread (toolfiles.go).
 func (t auditedTool) toolContext(ctx context.Context) context.Context {
 	if s, ok := t.b.toolFiles(t.k, t.Tool); ok {
 		ctx = agent.WithFileSharer(ctx, s)
 	}
-	if tc := t.b.opts.ToolContext; tc != nil {
-		return tc(ctx, t.k.Team, t.requester, t.k.Channel, t.k.ThreadTS)
-	}
-	return ctx
+	return access.WithCaller(ctx, access.Caller{Team: t.k.Team, User: t.requester, Channel: t.k.Channel, Thread: t.k.ThreadTS})
 }
 
 // audited records one call that ran.

@@ -2,9 +2,10 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"regexp"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
@@ -21,16 +21,16 @@ import (
 // not import mcp: cmd/bot adapts *mcp.Manager to it.
 type MCPAdmin interface {
 	// Status lists the servers mounted in the workspace.
-	Status(ctx context.Context, team string) []ServerStatus
+	Status(ctx context.Context, team string) []servers.Status
 	// ServerTools lists one server's tools, disabled ones included;
 	// ErrUnknownServer when the workspace has no such server.
-	ServerTools(ctx context.Context, team, server string) ([]ToolInfo, error)
+	ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
 	// Probe connects to a server an admin wants to register and lists its
 	// tools without keeping anything.
-	Probe(ctx context.Context, name, url string, headers map[string]string) ([]ToolInfo, error)
+	Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error)
 	// Approve pins the server's current tool definitions and re-enables
 	// tools disabled by a change.
-	Approve(ctx context.Context, team, server string) ([]ToolInfo, error)
+	Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
 	// Invalidate makes the next use re-read the workspace's registrations.
 	Invalidate(team string)
 	// ValidateURL checks a URL an admin wants to register (scheme, no
@@ -41,49 +41,6 @@ type MCPAdmin interface {
 // ErrUnknownServer is returned by MCPAdmin for a server name the workspace
 // does not have.
 var ErrUnknownServer = errors.New("no such MCP server in this workspace")
-
-// ServerStatus is one server of /bobbin mcp list.
-type ServerStatus struct {
-	Name string
-	// Source is "config" (the operator's file) or "registered" (Slack).
-	Source    string
-	URL       string
-	Transport string
-	// State is "connected", "idle", "starting" or "failed" (Error says
-	// why).
-	State   string
-	Error   string
-	Tools   int
-	Trusted bool
-	// Disabled are tools whose definition changed, waiting for an admin.
-	Disabled []string
-	// Flagged are tools the poisoning scanner flagged.
-	Flagged []string
-	// Auth is AuthWorkspace or AuthUser for OAuth servers ("" otherwise);
-	// OAuth is then the connection of the workspace or of the person
-	// asking.
-	Auth  string
-	OAuth *OAuthState
-	// Scope is who may use the server's tools, and where; Here (from
-	// StatusAt) whether they are offered to the person asking, there.
-	Scope ServerScope
-	Here  *ScopeVerdict
-	// Policy is the server's tool policy (filled by the bot when the
-	// manager is a PolicyAdmin; policy.go).
-	Policy *ServerPolicy
-}
-
-// ToolInfo is one tool of a server.
-type ToolInfo struct {
-	// Name is the tool's name on its server; Exposed the name the model
-	// sees ("" from Probe).
-	Name, Exposed, Title, Description string
-	InputSchema                       json.RawMessage
-	Hints                             agent.Hints
-	Disabled                          bool
-	DisabledReason                    string
-	Flags                             []string
-}
 
 // Slash command operations.
 const (
@@ -110,7 +67,7 @@ type command struct {
 	// PerUser is mcp add's --per-user (OAuth: each person connects).
 	PerUser bool
 	// Scope and ClearScope are mcp scope's (scope_cmd.go).
-	Scope      ServerScope
+	Scope      access.Scope
 	ClearScope bool
 	// Policy is mcp policy's (policy.go).
 	Policy *policyCmd

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"net/http"
 	"strings"
 	"time"
@@ -27,11 +28,11 @@ import (
 // Options.MCP; without it OAuth servers cannot be connected from Slack.
 type MCPAuth interface {
 	// StatusFor is Status with the OAuth connection states of user.
-	StatusFor(ctx context.Context, team, user string) []ServerStatus
+	StatusFor(ctx context.Context, team, user string) []servers.Status
 	// ConnectionState is one OAuth server's connection for user (the
 	// workspace's in workspace mode); ok is false for servers without
 	// OAuth, ErrUnknownServer for unknown names.
-	ConnectionState(ctx context.Context, team, server, user string) (st OAuthState, ok bool, err error)
+	ConnectionState(ctx context.Context, team, server, user string) (st servers.OAuth, ok bool, err error)
 	// StartConnect returns a new authorization link for user (the
 	// workspace's connection in workspace mode: only admins may ask) and
 	// when it expires.
@@ -42,23 +43,11 @@ type MCPAuth interface {
 	Disconnect(ctx context.Context, team, server, user string) error
 }
 
-// Auth modes of an OAuth server (ServerStatus.Auth, OAuthState.Mode).
+// Auth modes of an OAuth server (servers.Status.Auth, servers.OAuth.Mode).
 const (
 	AuthWorkspace = "workspace"
 	AuthUser      = "user"
 )
-
-// OAuthState is the connection of an OAuth server for the workspace or
-// one person.
-type OAuthState struct {
-	// Mode is AuthWorkspace or AuthUser.
-	Mode      string
-	Connected bool
-	// Reason says why not: "not connected", "reconnect needed", …
-	Reason string
-	// ConnectedBy is who connected it.
-	ConnectedBy string
-}
 
 // Errors MCPAdmin.Probe and MCPAuth return for the bot to branch on.
 var (
@@ -404,7 +393,7 @@ func (b *Bot) forgetConnections(ctx context.Context, team, server string) {
 }
 
 // oauthLine describes an OAuth server's connection in /bobbin mcp list.
-func oauthLine(x ServerStatus) string {
+func oauthLine(x servers.Status) string {
 	o := x.OAuth
 	if o == nil {
 		return ""
@@ -429,6 +418,6 @@ func oauthLine(x ServerStatus) string {
 
 // noConnectionYet reports whether an OAuth server has not listed its
 // tools because nobody has connected it yet.
-func noConnectionYet(x ServerStatus) bool {
+func noConnectionYet(x servers.Status) bool {
 	return x.OAuth != nil && x.Tools == 0 && x.State != "connected"
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,7 +229,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	tp := b.profileFor(ctx, k) // profile.go
 
 	var tools []agent.Tool
-	var notReady []NotReadyServer // notready.go
+	var notReady []servers.NotReady // notready.go
 	if b.opts.Tools != nil {
 		// Scoped to the place and the people the turn answers, never to
 		// whoever clicks its buttons later (access.go).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"log/slog"
 	"net"
 	"net/http/httptest"
@@ -123,7 +124,7 @@ func toolNames(tools []agent.Tool) []string {
 	return out
 }
 
-func statusOf(t testing.TB, m *Manager, team, server string) ServerStatus {
+func statusOf(t testing.TB, m *Manager, team, server string) servers.Status {
 	t.Helper()
 	for _, s := range m.Status(context.Background(), team) {
 		if s.Name == server {
@@ -131,7 +132,7 @@ func statusOf(t testing.TB, m *Manager, team, server string) ServerStatus {
 		}
 	}
 	t.Fatalf("no status for %s/%s", team, server)
-	return ServerStatus{}
+	return servers.Status{}
 }
 
 func call(t testing.TB, tl agent.Tool, args string) (string, error) {

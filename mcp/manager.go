@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"log/slog"
 	"os"
 	"slices"
@@ -109,38 +111,6 @@ const (
 	// starting, perhaps downloading itself).
 	StateStarting = "starting"
 )
-
-// ServerStatus is one line of /bobbin mcp list.
-type ServerStatus struct {
-	Name string
-	// Source is "config" or "registered".
-	Source string
-	// URL is the endpoint of HTTP servers, without userinfo or query
-	// (RedactURL); "" for stdio.
-	URL string
-	// Transport is "stdio", "streamable" or "sse".
-	Transport string
-	// Era is the negotiated protocol version, "" before the first connect.
-	Era     string
-	State   string
-	Error   string
-	Tools   int
-	Trusted bool
-	// Disabled lists tools disabled until an admin approves the server.
-	Disabled []string
-	// Flagged lists tools the poisoning scanner flagged.
-	Flagged  []string
-	Restarts int
-	// Auth is AuthWorkspace or AuthUser for OAuth servers, "" otherwise;
-	// OAuth is then the connection of the workspace or of the person
-	// asking (StatusFor).
-	Auth  string
-	OAuth *OAuthStatus
-	// Scope is who may use the server's tools, and where; Here, from
-	// StatusAt only, is whether they are offered to the Access asked about.
-	Scope Scope
-	Here  *Verdict
-}
 
 // Manager owns every workspace's MCP mounts. It is safe for concurrent use.
 type Manager struct {
@@ -504,25 +474,25 @@ func exposeAll(mts []*mount) []exposure {
 
 // Status reports every server mounted in the workspace, connecting lazily
 // first so the answer is current; OAuth connection states are those of the
-// requester in ctx (WithRequester), if any.
-func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
-	r, _ := RequesterFrom(ctx)
+// requester in ctx (access.WithCaller), if any.
+func (m *Manager) Status(ctx context.Context, team string) []servers.Status {
+	r, _ := access.CallerFrom(ctx)
 	return m.StatusFor(ctx, team, r.User)
 }
 
 // StatusFor is Status with the OAuth connection states of user (for
 // user-mode servers; workspace-mode servers report the workspace's).
-func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStatus {
+func (m *Manager) StatusFor(ctx context.Context, team, user string) []servers.Status {
 	mts, err := m.mounts(ctx, team)
 	if err != nil {
 		return nil
 	}
 	m.refresh(ctx, team, mts)
-	out := make([]ServerStatus, 0, len(mts))
+	out := make([]servers.Status, 0, len(mts))
 	for _, mt := range mts {
 		mt.mu.Lock()
-		st := ServerStatus{Name: mt.cfg.Name, Source: mt.source, URL: RedactURL(mt.cfg.URL), Transport: mt.transport,
-			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools), Scope: mt.scope.clone()}
+		st := servers.Status{Name: mt.cfg.Name, Source: mt.source, URL: RedactURL(mt.cfg.URL), Transport: mt.transport,
+			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools), Scope: mt.scope.Clone()}
 		switch {
 		case mt.conn != nil:
 			st.State = StateConnected
@@ -583,7 +553,7 @@ func (m *Manager) findMount(ctx context.Context, team, server string) ([]*mount,
 
 // ServerTools lists one server's tools with hints, pin verdicts and scanner
 // flags, including disabled tools.
-func (m *Manager) ServerTools(ctx context.Context, team, server string) ([]ToolInfo, error) {
+func (m *Manager) ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
 	mts, mt, err := m.findMount(ctx, team, server)
 	if err != nil {
 		return nil, err
@@ -594,13 +564,13 @@ func (m *Manager) ServerTools(ctx context.Context, team, server string) ([]ToolI
 	return infosFor(mts, mt), nil
 }
 
-func infosFor(mts []*mount, mt *mount) []ToolInfo {
-	var out []ToolInfo
+func infosFor(mts []*mount, mt *mount) []servers.ToolInfo {
+	var out []servers.ToolInfo
 	for _, e := range exposeAll(mts) {
 		if e.mt != mt {
 			continue
 		}
-		info := ToolInfo{Name: e.tool.Name, Exposed: e.exposed, Title: e.hints.Title,
+		info := servers.ToolInfo{Name: e.tool.Name, Exposed: e.exposed, Title: e.hints.Title,
 			Description: e.tool.Description, InputSchema: inputSchema(e.tool), Hints: e.hints}
 		if e.state != nil {
 			info.Hash, info.Flags = e.state.hash, e.state.flags
@@ -613,7 +583,7 @@ func infosFor(mts []*mount, mt *mount) []ToolInfo {
 
 // Approve re-lists the server, pins every current definition and re-enables
 // tools that were disabled by a change. Only admins may reach it.
-func (m *Manager) Approve(ctx context.Context, team, server string) ([]ToolInfo, error) {
+func (m *Manager) Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
 	mts, mt, err := m.findMount(ctx, team, server)
 	if err != nil {
 		return nil, err
@@ -644,7 +614,7 @@ func (m *Manager) Approve(ctx context.Context, team, server string) ([]ToolInfo,
 // Probe connects to a URL an admin wants to register (SSRF-checked, like a
 // registered server) and lists its tools with scanner flags, without
 // keeping anything.
-func (m *Manager) Probe(ctx context.Context, name, url string, headers map[string]string) ([]ToolInfo, error) {
+func (m *Manager) Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error) {
 	if !serverNameRE.MatchString(name) {
 		return nil, fmt.Errorf("mcp: server name must match [a-zA-Z0-9_-]{1,32}")
 	}
@@ -679,10 +649,10 @@ func (m *Manager) Probe(ctx context.Context, name, url string, headers map[strin
 	for i, t := range tools {
 		names[i] = t.Name
 	}
-	out := make([]ToolInfo, 0, len(tools))
+	out := make([]servers.ToolInfo, 0, len(tools))
 	for _, t := range tools {
 		others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == t.Name })
-		out = append(out, ToolInfo{Name: t.Name, Title: t.Title, Description: t.Description,
+		out = append(out, servers.ToolInfo{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: inputSchema(t), Hints: hintsFor(cfg, t), Flags: scanTool(t, others), Hash: toolHash(t)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })

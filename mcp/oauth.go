@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"net/url"
 	"strings"
 	"time"
@@ -99,8 +100,8 @@ type ConnectWaker interface {
 // ConnectPrompt asks one person to connect an account (or, for a
 // workspace server, an admin to connect the workspace).
 type ConnectPrompt struct {
-	Requester Requester
-	Server    string
+	Caller access.Caller
+	Server string
 	// Mode is AuthUser or AuthWorkspace.
 	Mode string
 	// URL is the authorization server's authorization endpoint with state,
@@ -187,27 +188,6 @@ const (
 	CallbackPath       = "/oauth/callback"
 	ClientMetadataPath = "/oauth/client-metadata.json"
 )
-
-// Requester is who asked for a tool call: OAuth user mode acts as User, and
-// elicitation questions go to them in Channel/Thread.
-type Requester struct {
-	Team, User, Channel, Thread string
-}
-
-type requesterKey struct{}
-
-// WithRequester returns ctx carrying who asked. The bot sets it on the
-// context of a turn (cmd/bot hands it this function, so the bot does not
-// import mcp); tool calls read it.
-func WithRequester(ctx context.Context, team, user, channel, thread string) context.Context {
-	return context.WithValue(ctx, requesterKey{}, Requester{Team: team, User: user, Channel: channel, Thread: thread})
-}
-
-// RequesterFrom returns the requester set by WithRequester.
-func RequesterFrom(ctx context.Context) (Requester, bool) {
-	r, ok := ctx.Value(requesterKey{}).(Requester)
-	return r, ok && r.User != ""
-}
 
 // Errors callers branch on.
 var (

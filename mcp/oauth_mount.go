@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"sort"
 	"strings"
 	"time"
@@ -68,7 +70,7 @@ func (mt *mount) listPrincipal(ctx context.Context) (string, error) {
 			return rec.ListAs, nil
 		}
 	}
-	if r, ok := RequesterFrom(ctx); ok {
+	if r, ok := access.CallerFrom(ctx); ok {
 		if rec, _ := mt.m.oauth.load(ctx, connKey{mt.team, mt.cfg.Name, r.User}); rec != nil && !rec.NeedsReconnect {
 			return r.User, nil
 		}
@@ -144,7 +146,7 @@ func (mt *mount) connectAndWait(ctx context.Context, principal, reason string, w
 	if err := o.ready(); err != nil {
 		return err
 	}
-	r, ok := RequesterFrom(ctx)
+	r, ok := access.CallerFrom(ctx)
 	if !ok || o.opts.Prompter == nil {
 		return fmt.Errorf("%w: %s (%s): connect it with `/bobbin mcp connect %s`", ErrNotConnected, mt.cfg.Name, reason, mt.cfg.Name)
 	}
@@ -174,7 +176,7 @@ func (mt *mount) connectAndWait(ctx context.Context, principal, reason string, w
 	return f.err
 }
 
-func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, reason string, wwwAuth []string) error {
+func (mt *mount) promptAndWait(ctx context.Context, key connKey, r access.Caller, reason string, wwwAuth []string) error {
 	o := mt.m.oauth
 	sa, err := mt.serverAuth()
 	if err != nil {
@@ -207,7 +209,7 @@ func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, re
 				if err != nil {
 					return err
 				}
-				if err := o.opts.Prompter.PromptConnect(wctx, ConnectPrompt{Requester: r, Server: mt.cfg.Name, Mode: mt.authMode(),
+				if err := o.opts.Prompter.PromptConnect(wctx, ConnectPrompt{Caller: r, Server: mt.cfg.Name, Mode: mt.authMode(),
 					URL: link, Reason: reason, Expires: expires}); err != nil {
 					return fmt.Errorf("%s: %w", mt.cfg.Name, err)
 				}
@@ -276,36 +278,21 @@ func (m *Manager) connected(key connKey) {
 	}
 }
 
-// OAuthStatus says whether an OAuth server needs anything from a person.
-type OAuthStatus struct {
-	// Mode is AuthWorkspace or AuthUser.
-	Mode string
-	// Connected is the state of the workspace's connection (workspace
-	// mode) or of the asking person's (user mode).
-	Connected bool
-	// Reason is "not connected", "reconnect needed", … when not connected.
-	Reason string
-	// ConnectedBy is who made the connection; Scopes what was granted.
-	ConnectedBy string
-	Scopes      []string
-	ConnectedAt time.Time
-}
-
 // ConnectionState reports an OAuth server's connection for user (the
 // workspace's in workspace mode). ok is false for servers without OAuth.
-func (m *Manager) ConnectionState(ctx context.Context, team, server, user string) (st OAuthStatus, ok bool, err error) {
+func (m *Manager) ConnectionState(ctx context.Context, team, server, user string) (st servers.OAuth, ok bool, err error) {
 	_, mt, err := m.findMount(ctx, team, server)
 	if err != nil {
-		return OAuthStatus{}, false, err
+		return servers.OAuth{}, false, err
 	}
 	if !mt.isOAuth() {
-		return OAuthStatus{}, false, nil
+		return servers.OAuth{}, false, nil
 	}
 	return m.oauthStatus(ctx, mt, user), true, nil
 }
 
-func (m *Manager) oauthStatus(ctx context.Context, mt *mount, user string) OAuthStatus {
-	st := OAuthStatus{Mode: mt.authMode()}
+func (m *Manager) oauthStatus(ctx context.Context, mt *mount, user string) servers.OAuth {
+	st := servers.OAuth{Mode: mt.authMode()}
 	principal := mt.principalFor(user)
 	if st.Mode == AuthUser && user == "" {
 		st.Reason = "per-user"

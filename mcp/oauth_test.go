@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -206,7 +207,7 @@ func oauthCfg(url, mode string) *Config {
 func reqCtx(t *testing.T, user string) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	return WithRequester(ctx, "T1", user, "C1", "1700000000.000100")
+	return access.WithCaller(ctx, access.Caller{Team: "T1", User: user, Channel: "C1", Thread: "1700000000.000100"})
 }
 
 func TestOAuthWorkspaceConnectCallbackOnAnotherReplica(t *testing.T) {
@@ -313,7 +314,7 @@ func TestOAuthPerUserTokensNeverMixed(t *testing.T) {
 	// the bot) and waits; he connects, the callback lands on replica B,
 	// and the call goes on with his own token.
 	r.prompts.react = func(p ConnectPrompt) error {
-		if p.Requester.User != "UBOB" || p.Mode != AuthUser || p.Reason != "not connected" {
+		if p.Caller.User != "UBOB" || p.Mode != AuthUser || p.Reason != "not connected" {
 			t.Errorf("prompt %+v", p)
 		}
 		go func() {

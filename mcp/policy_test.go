@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"slices"
 	"strings"
 	"testing"
@@ -225,7 +226,7 @@ func TestPolicyOffersTools(t *testing.T) {
 	if h := toolByName(t, tools, "notes__list_notes").Hints(); h.Policy != "admin" || !h.AdminOnly || h.Allowed {
 		t.Errorf("list_notes after `admin`: %+v", h)
 	}
-	wantTools := []ToolPolicy{
+	wantTools := []servers.ToolPolicy{
 		{Tool: "add_note", Policy: Policy{Mode: ModeDeny, Source: PolicyFromAdmin}},
 		{Tool: "list_notes", Policy: Policy{Mode: ModeAdmin, Source: PolicyFromAdmin}},
 	}

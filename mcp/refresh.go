@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"os/exec"
 	"strings"
 	"time"
@@ -104,23 +105,15 @@ type valuesOf struct {
 
 func (v valuesOf) Value(key any) any { return v.vals.Value(key) }
 
-// NotReady is a server whose tools a turn was offered without: it is
-// still starting, or failing.
-type NotReady struct {
-	Server string
-	// State is StateStarting or StateFailed.
-	State string
-}
-
 // ToolsReport is ToolsFor plus the servers in a's scope whose tools are
 // left out because they are not ready (still starting after ToolWait, or
 // failing), so the model (and the person) can be told.
-func (m *Manager) ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []NotReady, error) {
+func (m *Manager) ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []servers.NotReady, error) {
 	tools, late, err := m.toolsFor(ctx, a)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []NotReady
+	var out []servers.NotReady
 	for _, mt := range late {
 		mt.mu.Lock()
 		st, n := StateStarting, len(mt.tools)
@@ -129,7 +122,7 @@ func (m *Manager) ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []No
 		}
 		mt.mu.Unlock()
 		if n == 0 || st == StateFailed {
-			out = append(out, NotReady{Server: mt.cfg.Name, State: st})
+			out = append(out, servers.NotReady{Server: mt.cfg.Name, State: st})
 		}
 	}
 	return tools, out, nil

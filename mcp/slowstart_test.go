@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -72,7 +73,7 @@ func TestSlowStarterIsNotAFailure(t *testing.T) {
 	if got := toolNames(tools); !slices.Equal(got, []string{"demo__add_note", "demo__list_notes"}) {
 		t.Errorf("tools while slow starts = %v; want the demo server's", got)
 	}
-	if len(notReady) != 1 || notReady[0] != (NotReady{Server: "slow", State: StateStarting}) {
+	if len(notReady) != 1 || notReady[0] != (servers.NotReady{Server: "slow", State: StateStarting}) {
 		t.Errorf("not ready = %+v; want slow starting", notReady)
 	}
 	// Not a performance bound: the turn must not wait for the 15 s start

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"mime"
 	"path"
 	"strings"
@@ -134,7 +135,7 @@ func uriBase(uri string) string {
 // requester on a per-user OAuth server.
 func (mt *mount) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
 	if mt.isOAuth() && mt.authMode() == AuthUser && mt.parent == nil {
-		r, ok := RequesterFrom(ctx)
+		r, ok := access.CallerFrom(ctx)
 		if !ok {
 			return nil, errNoRequester
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"log/slog"
 	"time"
 
@@ -40,7 +42,7 @@ func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Re
 			return nil, err // a scope that cannot be read must not become no scope
 		}
 		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers, Auth: rec.Auth, CreatedBy: reg.CreatedBy,
-			Scope: mcpScope(sc)})
+			Scope: sc})
 	}
 	return out, nil
 }
@@ -52,45 +54,24 @@ type mcpAdmin struct {
 	allowPrivate bool
 }
 
-func (a mcpAdmin) Status(ctx context.Context, team string) []bot.ServerStatus {
-	return serverStatuses(a.m.Status(ctx, team))
+func (a mcpAdmin) Status(ctx context.Context, team string) []servers.Status {
+	return a.m.Status(ctx, team)
 }
 
 // StatusFor is Status with user's OAuth connection states (bot.MCPAuth).
-func (a mcpAdmin) StatusFor(ctx context.Context, team, user string) []bot.ServerStatus {
-	return serverStatuses(a.m.StatusFor(ctx, team, user))
+func (a mcpAdmin) StatusFor(ctx context.Context, team, user string) []servers.Status {
+	return a.m.StatusFor(ctx, team, user)
 }
 
 // StatusAt is Status with every server's scope verdict for a (the person
 // running /bobbin mcp list, where they run it).
-func (a mcpAdmin) StatusAt(ctx context.Context, acc bot.Access) []bot.ServerStatus {
-	return serverStatuses(a.m.StatusAt(ctx, acc))
+func (a mcpAdmin) StatusAt(ctx context.Context, acc access.Access) []servers.Status {
+	return a.m.StatusAt(ctx, acc)
 }
 
-func serverStatuses(st []mcp.ServerStatus) []bot.ServerStatus {
-	out := make([]bot.ServerStatus, len(st))
-	for i, s := range st {
-		out[i] = bot.ServerStatus{Name: s.Name, Source: s.Source, URL: s.URL, Transport: s.Transport, State: s.State,
-			Error: s.Error, Tools: s.Tools, Trusted: s.Trusted, Disabled: s.Disabled, Flagged: s.Flagged,
-			Scope: botScope(s.Scope), Auth: s.Auth}
-		if h := s.Here; h != nil {
-			out[i].Here = &bot.ScopeVerdict{OK: h.OK, Reason: h.Reason, Person: h.Person}
-		}
-		if s.OAuth != nil {
-			o := oauthState(*s.OAuth)
-			out[i].OAuth = &o
-		}
-	}
-	return out
-}
-
-func oauthState(o mcp.OAuthStatus) bot.OAuthState {
-	return bot.OAuthState{Mode: o.Mode, Connected: o.Connected, Reason: o.Reason, ConnectedBy: o.ConnectedBy}
-}
-
-func (a mcpAdmin) ConnectionState(ctx context.Context, team, server, user string) (bot.OAuthState, bool, error) {
+func (a mcpAdmin) ConnectionState(ctx context.Context, team, server, user string) (servers.OAuth, bool, error) {
 	st, ok, err := a.m.ConnectionState(ctx, team, server, user)
-	return oauthState(st), ok, mapErr(err)
+	return st, ok, mapErr(err)
 }
 
 func (a mcpAdmin) StartConnect(ctx context.Context, team, server, user string) (string, time.Time, error) {
@@ -106,51 +87,29 @@ func (a mcpAdmin) Disconnect(ctx context.Context, team, server, user string) err
 // of the servers whose scope allows its Access.
 type mcpTools struct{ m *mcp.Manager }
 
-func (t mcpTools) Tools(ctx context.Context, a bot.Access) ([]agent.Tool, error) {
+func (t mcpTools) Tools(ctx context.Context, a access.Access) ([]agent.Tool, error) {
 	return t.m.ToolsFor(ctx, a)
 }
 
 // ToolsReport implements bot.ToolReporter: the tools, and the servers
 // a turn goes without because they are still starting or failing.
-func (t mcpTools) ToolsReport(ctx context.Context, a bot.Access) ([]agent.Tool, []bot.NotReadyServer, error) {
-	tools, nr, err := t.m.ToolsReport(ctx, a)
-	out := make([]bot.NotReadyServer, len(nr))
-	for i, s := range nr {
-		out[i] = bot.NotReadyServer{Name: s.Server, State: s.State}
-	}
-	return tools, out, err
+func (t mcpTools) ToolsReport(ctx context.Context, a access.Access) ([]agent.Tool, []servers.NotReady, error) {
+	return t.m.ToolsReport(ctx, a)
 }
 
-func mcpScope(s bot.ServerScope) mcp.Scope {
-	return mcp.Scope{Channels: s.Channels, Users: s.Users, Usergroups: s.Usergroups, Guests: s.Guests, DM: s.DM}
-}
-
-func botScope(s mcp.Scope) bot.ServerScope {
-	return bot.ServerScope{Channels: s.Channels, Users: s.Users, Usergroups: s.Usergroups, Guests: s.Guests, DM: s.DM}
-}
-
-func toolInfos(ts []mcp.ToolInfo) []bot.ToolInfo {
-	out := make([]bot.ToolInfo, len(ts))
-	for i, t := range ts {
-		out[i] = bot.ToolInfo{Name: t.Name, Exposed: t.Exposed, Title: t.Title, Description: t.Description,
-			InputSchema: t.InputSchema, Hints: t.Hints, Disabled: t.Disabled, DisabledReason: t.DisabledReason, Flags: t.Flags}
-	}
-	return out
-}
-
-func (a mcpAdmin) ServerTools(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
+func (a mcpAdmin) ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
 	ts, err := a.m.ServerTools(ctx, team, server)
-	return toolInfos(ts), mapErr(err)
+	return ts, mapErr(err)
 }
 
-func (a mcpAdmin) Probe(ctx context.Context, name, url string, headers map[string]string) ([]bot.ToolInfo, error) {
+func (a mcpAdmin) Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error) {
 	ts, err := a.m.Probe(ctx, name, url, headers)
-	return toolInfos(ts), mapErr(err)
+	return ts, mapErr(err)
 }
 
-func (a mcpAdmin) Approve(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
+func (a mcpAdmin) Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
 	ts, err := a.m.Approve(ctx, team, server)
-	return toolInfos(ts), mapErr(err)
+	return ts, mapErr(err)
 }
 
 func (a mcpAdmin) Invalidate(team string) { a.m.Invalidate(team) }

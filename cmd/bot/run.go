@@ -143,7 +143,6 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		ThreadCache:           threadCache(store, cfg), // slackctx.go
 		ContextWindow:         cfg.LLMContextWindow,
 		Tokens:                tokenCounter(cfg.LLMModel),
-		ToolContext:           mcp.WithRequester,
 		CheckForm:             checkForm,
 		Profiles:              profileOptions(cfg, profiles, log),
 		Tracer:                tr.tracer,

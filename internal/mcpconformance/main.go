@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -102,7 +103,7 @@ func run(ctx context.Context, log *slog.Logger, scenario, serverURL string, cctx
 	defer mgr.Close()
 	browser.callback = mgr.CallbackHandler(nil)
 
-	ctx = mcp.WithRequester(ctx, team, admin, "CCONF", "1700000000.000100")
+	ctx = access.WithCaller(ctx, access.Caller{Team: team, User: admin, Channel: "CCONF", Thread: "1700000000.000100"})
 	if sc.Auth != "" {
 		// The admin's Connect button (the answer to /bobbin mcp add).
 		link, _, err := mgr.StartConnect(ctx, team, server, admin)
