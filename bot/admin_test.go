@@ -3,13 +3,13 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"strings"
 	"testing"
 
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -90,23 +90,6 @@ func TestRoleCacheReusesLookups(t *testing.T) {
 	}
 	if r, _ := c.role(context.Background(), lookup, nil, slackemu.TeamID, slackemu.UserBob, ""); r != roleMember {
 		t.Errorf("after a failed lookup: role %v, want member", r)
-	}
-}
-
-func TestRegisteredServer(t *testing.T) {
-	rec := []byte(`{"v":1,"url":"https://h/mcp","headers":["Authorization"],"tools":["a"]}`)
-	url, hs, err := RegisteredServer(session.Registration{Name: "x", Record: rec, Secrets: map[string]string{"Authorization": "Bearer s"}})
-	if err != nil || url != "https://h/mcp" || hs["Authorization"] != "Bearer s" || len(hs) != 1 {
-		t.Errorf("RegisteredServer = %q, %v, %v", url, hs, err)
-	}
-	for _, bad := range []session.Registration{
-		{Name: "x", Record: []byte(`{"v":1}`)},
-		{Name: "x", Record: []byte(`not json`)},
-		{Name: "x", Record: rec}, // secret missing
-	} {
-		if _, _, err := RegisteredServer(bad); err == nil {
-			t.Errorf("RegisteredServer(%s): no error", bad.Record)
-		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"log/slog"
 	"maps"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
@@ -33,9 +33,6 @@ type controlStore interface {
 	RevokeGrant(ctx context.Context, k session.ThreadKey, tool string) error
 	Audit(ctx context.Context, team string, fields map[string]string) error
 	RecentAudit(ctx context.Context, team string, n int) ([]session.AuditEntry, error)
-	PutRegistration(ctx context.Context, team string, r session.Registration) error
-	Registration(ctx context.Context, team, name string) (session.Registration, error)
-	DeleteRegistration(ctx context.Context, team, name string) error
 }
 
 // Audit events.

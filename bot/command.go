@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"regexp"
 	"strings"
 	"time"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
@@ -33,6 +33,22 @@ type MCPAdmin interface {
 	Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
 	// Invalidate makes the next use re-read the workspace's registrations.
 	Invalidate(team string)
+	// Register stores a server registered from Slack (its record is the
+	// manager's; header values are stored encrypted) and makes the next
+	// use see it. Store errors pass through: session.ErrExists when the
+	// name is taken, session.ErrNoSecretKey for headers without a key.
+	Register(ctx context.Context, team string, r servers.Registration) error
+	// Registered is nil when the workspace registered name from Slack,
+	// session.ErrNotFound when it did not, another error when it cannot
+	// tell.
+	Registered(ctx context.Context, team, name string) error
+	// SetScope replaces a registered server's scope (nil lifts it),
+	// compare-and-set on its record: session.ErrNotFound when it was
+	// removed meanwhile, servers.ErrBadRecord when its record is damaged.
+	SetScope(ctx context.Context, team, name string, s *access.Scope) error
+	// Unregister removes a registered server (and its tool pins);
+	// session.ErrNotFound when there is none.
+	Unregister(ctx context.Context, team, name string) error
 	// ValidateURL checks a URL an admin wants to register (scheme, no
 	// command or path look-alikes, no blocked address literal).
 	ValidateURL(raw string) error

@@ -3,12 +3,12 @@ package bot
 import (
 	"context"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/servers"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
@@ -349,15 +351,11 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 // connection, or, for a per-user one, the admin's own (its tools are
 // listed through it).
 func (b *Bot) mcpAddOAuth(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, mode string) reply {
-	rec := registrationRecord{V: 1, URL: url, Auth: mode}
-	for h := range headers {
-		rec.Headers = append(rec.Headers, h)
-	}
-	if r := b.saveRegistration(ctx, team, user, name, rec, headers); r != "" {
+	if r := b.saveRegistration(ctx, team, servers.Registration{Name: name, URL: url, Headers: headers, Auth: mode, CreatedBy: user}); r != "" {
 		return reply{text: r}
 	}
 	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
-		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(rec.Headers, ",")})
+		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(slices.Sorted(maps.Keys(headers)), ",")})
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), modeWords(mode))
 	if mode == AuthUser {

@@ -2,10 +2,10 @@ package bot
 
 import (
 	"context"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"strings"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 

@@ -1,11 +1,12 @@
 package bot
 
 import (
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 func TestParsePolicyCommand(t *testing.T) {

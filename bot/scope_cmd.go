@@ -2,15 +2,14 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -25,21 +24,6 @@ import (
 // cmd/bot's adapter has it; without it the list shows no verdicts.
 type scopeStatus interface {
 	StatusAt(ctx context.Context, a Access) []servers.Status
-}
-
-// RegisteredScope decodes the scope of a registration made from Slack
-// (zero when none was set).
-func RegisteredScope(r session.Registration) (access.Scope, error) {
-	var rec struct {
-		Scope *access.Scope `json:"scope"`
-	}
-	if err := json.Unmarshal(r.Record, &rec); err != nil {
-		return access.Scope{}, fmt.Errorf("bot: registration %s: %w", r.Name, err)
-	}
-	if rec.Scope == nil {
-		return access.Scope{}, nil
-	}
-	return *rec.Scope, nil
 }
 
 var (
@@ -236,8 +220,7 @@ func scopeSummary(s access.Scope) string {
 // the scope of a server registered from Slack. Servers of MCP_CONFIG are
 // the operator's.
 func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want access.Scope, clear bool) string {
-	cs := b.store
-	reg, err := cs.Registration(ctx, team, name)
+	err := b.opts.MCP.Registered(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
 		for _, st := range b.opts.MCP.Status(ctx, team) {
 			if st.Name == name && st.Source == "config" {
@@ -262,28 +245,24 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want access
 			return fmt.Sprintf("I couldn't check the user group `%s` just now. Nothing changed; please try again in a moment.", mrkdwn.InlineCode(g))
 		}
 	}
-	// Keep every other field of the record as it is (other features
-	// store theirs there).
-	var rec map[string]json.RawMessage
-	if err := json.Unmarshal(reg.Record, &rec); err != nil || rec == nil {
-		b.log.Warn("bot: a registration record does not decode", "team", team, "server", name, "err", err)
-		return "The server's registration is damaged; remove it and add it again. Nothing changed."
-	}
+	// The manager keeps every other field of the record as it is.
+	var set *access.Scope
 	if clear {
 		want = access.Scope{}
-		delete(rec, "scope")
 	} else {
-		raw, _ := json.Marshal(want)
-		rec["scope"] = raw
+		set = &want
 	}
-	reg.Record, _ = json.Marshal(rec)
-	if err := cs.PutRegistration(ctx, team, reg); errors.Is(err, session.ErrNotFound) { // removed meanwhile: not brought back
+	err = b.opts.MCP.SetScope(ctx, team, name, set)
+	switch {
+	case errors.Is(err, session.ErrNotFound): // removed meanwhile: not brought back
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
-	} else if err != nil {
+	case errors.Is(err, servers.ErrBadRecord):
+		b.log.Warn("bot: a registration record does not decode", "team", team, "server", name, "err", err)
+		return "The server's registration is damaged; remove it and add it again. Nothing changed."
+	case err != nil:
 		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't save the scope just now. Nothing changed; please try again in a moment."
 	}
-	b.opts.MCP.Invalidate(team)
 	b.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
 	if clear {
 		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it from its next turn.", mrkdwn.InlineCode(name), describeScope(want))

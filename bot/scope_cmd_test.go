@@ -1,15 +1,14 @@
 package bot
 
 import (
-	"encoding/json"
 	"errors"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -92,22 +91,6 @@ func TestDescribeScope(t *testing.T) {
 	}
 	if got := scopeSummary(access.Scope{Channels: []string{"C1", "C2"}, Usergroups: []string{"S1"}, Guests: true, DM: &f}); got != "channels=C1,C2 usergroups=S1 guests dm=false" {
 		t.Errorf("scopeSummary = %q", got)
-	}
-}
-
-func TestRegisteredScope(t *testing.T) {
-	dm := true
-	want := access.Scope{Channels: []string{"C1"}, Usergroups: []string{"S1"}, DM: &dm}
-	raw, _ := json.Marshal(map[string]any{"v": 1, "url": "https://x.example/mcp", "auth": "user", "scope": want})
-	got, err := RegisteredScope(session.Registration{Name: "x", Record: raw})
-	if err != nil || !cmp.Equal(got, want) {
-		t.Errorf("RegisteredScope = %+v, %v", got, err)
-	}
-	if got, err := RegisteredScope(session.Registration{Name: "x", Record: json.RawMessage(`{"v":1,"url":"https://x.example/mcp"}`)}); err != nil || !got.IsZero() {
-		t.Errorf("no scope: %+v, %v", got, err)
-	}
-	if _, err := RegisteredScope(session.Registration{Name: "x", Record: json.RawMessage(`{"scope":{"channels":"C1"}}`)}); err == nil {
-		t.Error("a malformed scope decoded")
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"io"
 	"log/slog"
 	"net/url"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // Protocol revisions and transports as reported by Status.

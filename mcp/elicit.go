@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // Elicitation (issue 14): a server asks the person behind a tool call for

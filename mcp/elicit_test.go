@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // everyKind is a form with every field kind the spec allows (SEP-1330

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"log/slog"
 	"os"
 	"slices"
@@ -17,15 +15,11 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// RegistrationStore lists the servers a workspace's admins registered at run
-// time. Headers arrive decrypted; they are never logged.
-type RegistrationStore interface {
-	Registrations(ctx context.Context, team string) ([]Registered, error)
-}
 
 // VersionSource reports a workspace's change counter: it moves whenever a
 // change other replicas must see is stored (a registration added, removed
@@ -33,21 +27,6 @@ type RegistrationStore interface {
 // or profile changed). The session store implements it.
 type VersionSource interface {
 	WorkspaceVersion(ctx context.Context, team string) (int64, error)
-}
-
-// Registered is one run-time registration (HTTP servers only).
-type Registered struct {
-	Name    string
-	URL     string
-	Headers map[string]string
-	// Auth is AuthNone (or ""), AuthWorkspace or AuthUser.
-	Auth string
-	// CreatedBy is the admin who registered it: a user server's tools are
-	// listed through their connection.
-	CreatedBy string
-	// Scope is who may use the server's tools, and where (/bobbin mcp
-	// scope); the zero value restricts nothing.
-	Scope Scope
 }
 
 // Options configures a Manager. Zero values mean the defaults in brackets.
@@ -341,7 +320,7 @@ func (m *Manager) registrations(ctx context.Context, team string) []Registered {
 		defer m.mu.Unlock()
 		return m.workspace(team).regs
 	}
-	regs, err := m.opts.Store.Registrations(ctx, team)
+	regs, err := m.loadRegistrations(ctx, team)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ws = m.workspace(team)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // OAuth for HTTP MCP servers (issue 13), on go-sdk's oauthex pieces and

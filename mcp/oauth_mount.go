@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // authMode is the server's normalised auth mode.

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/internal/oauthtest"
 	"github.com/bobbinbot/bobbin/session"
 )

@@ -3,13 +3,13 @@ package mcp
 import (
 	"context"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 )

@@ -2,13 +2,14 @@ package mcp
 
 import (
 	"context"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 func TestGlobMatch(t *testing.T) {

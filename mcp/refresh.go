@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // No silence: a turn (or /bobbin mcp list) waits at most ToolWait for the

@@ -3,10 +3,10 @@ package mcp
 import (
 	"context"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"strings"
 
 	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // Scope is who may use a server's tools, and where (one definition with

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // runSlowServer is a stdio server that takes BOBBIN_SLOW_SECS to start,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
 	"mime"
 	"path"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // Files a tool returns go to the person, not to the model: with a sharer

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -192,3 +193,29 @@ type PolicyReport struct {
 	Config, Admin []Rule
 	Tools         []ToolPolicy
 }
+
+// Registration is a server an admin registered from Slack (HTTP servers
+// only), as the bot hands it to the MCP manager to store
+// (mcp.Manager.Register) and as the manager reads it back.
+type Registration struct {
+	Name string
+	URL  string
+	// Headers are sent with every request; their values are secrets
+	// (encrypted at rest, never logged or shown).
+	Headers map[string]string
+	// Tools are the tool names the admin saw when registering.
+	Tools []string
+	// Auth is "" (static headers only), "workspace" or "user" (OAuth;
+	// mcp.AuthWorkspace, mcp.AuthUser).
+	Auth string
+	// CreatedBy is the admin who registered it: a user server's tools are
+	// listed through their connection.
+	CreatedBy string
+	// Scope is who may use the server's tools, and where (/bobbin mcp
+	// scope); the zero value restricts nothing.
+	Scope access.Scope
+}
+
+// ErrBadRecord: a registration's stored record does not decode (it must be
+// removed and added again).
+var ErrBadRecord = errors.New("the registration's record does not decode")

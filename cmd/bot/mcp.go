@@ -5,82 +5,88 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bobbinbot/bobbin/agent/access"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"log/slog"
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
 )
 
 // registrations adapts the session store to mcp.RegistrationStore: the
-// servers admins registered from Slack, secrets decrypted only here.
+// servers admins registered from Slack, secrets decrypted only here. The
+// record is mcp's (mcp.Record); the store keeps it opaque and its errors
+// (session.ErrNotFound, ErrExists, ErrConflict, ErrNoSecretKey) pass
+// through to the bot.
 type registrations struct{ s *session.Store }
 
-func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Registered, error) {
+func stored(r session.Registration) mcp.StoredRegistration {
+	return mcp.StoredRegistration{Name: r.Name, Record: r.Record, Secrets: r.Secrets, CreatedBy: r.CreatedBy}
+}
+
+func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.StoredRegistration, error) {
 	regs, err := r.s.Registrations(ctx, team)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]mcp.Registered, 0, len(regs))
-	for _, reg := range regs {
-		url, headers, err := bot.RegisteredServer(reg)
-		if err != nil {
-			return nil, err // names the registration already
-		}
-		// The auth mode is in the bot's record as "auth" once the bot
-		// registers OAuth servers (absent: none).
-		var rec struct {
-			Auth string `json:"auth"`
-		}
-		_ = json.Unmarshal(reg.Record, &rec)
-		sc, err := bot.RegisteredScope(reg)
-		if err != nil {
-			return nil, err // a scope that cannot be read must not become no scope
-		}
-		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers, Auth: rec.Auth, CreatedBy: reg.CreatedBy,
-			Scope: sc})
+	out := make([]mcp.StoredRegistration, len(regs))
+	for i, reg := range regs {
+		out[i] = stored(reg)
 	}
 	return out, nil
 }
 
-// mcpAdmin adapts *mcp.Manager to bot.MCPAdmin (the bot does not import
-// mcp).
+func (r registrations) Registration(ctx context.Context, team, name string) (mcp.StoredRegistration, error) {
+	reg, err := r.s.Registration(ctx, team, name)
+	return stored(reg), err
+}
+
+func (r registrations) AddRegistration(ctx context.Context, team string, reg mcp.StoredRegistration) error {
+	return r.s.PutRegistration(ctx, team, session.Registration{Name: reg.Name, Record: reg.Record, Secrets: reg.Secrets, CreatedBy: reg.CreatedBy})
+}
+
+// UpdateRegistration rewrites the record with the store's compare-and-set:
+// the registration read is replaced only if it is still the stored one.
+func (r registrations) UpdateRegistration(ctx context.Context, team, name string, update func(json.RawMessage) (json.RawMessage, error)) error {
+	reg, err := r.s.Registration(ctx, team, name)
+	if err != nil {
+		return err
+	}
+	if reg.Record, err = update(reg.Record); err != nil {
+		return err
+	}
+	return r.s.PutRegistration(ctx, team, reg)
+}
+
+func (r registrations) DeleteRegistration(ctx context.Context, team, name string) error {
+	return r.s.DeleteRegistration(ctx, team, name)
+}
+
+// mcpAdmin is *mcp.Manager as bot.MCPAdmin (the bot does not import mcp):
+// the Manager's methods as they are (Status, StatusFor, StatusAt,
+// Invalidate, Policies, Register, Registered, SetScope, Unregister), with
+// the errors the bot branches on mapped, and URLs validated with the
+// bot's network setting.
 type mcpAdmin struct {
-	m            *mcp.Manager
+	*mcp.Manager
 	allowPrivate bool
 }
 
-func (a mcpAdmin) Status(ctx context.Context, team string) []servers.Status {
-	return a.m.Status(ctx, team)
-}
-
-// StatusFor is Status with user's OAuth connection states (bot.MCPAuth).
-func (a mcpAdmin) StatusFor(ctx context.Context, team, user string) []servers.Status {
-	return a.m.StatusFor(ctx, team, user)
-}
-
-// StatusAt is Status with every server's scope verdict for a (the person
-// running /bobbin mcp list, where they run it).
-func (a mcpAdmin) StatusAt(ctx context.Context, acc access.Access) []servers.Status {
-	return a.m.StatusAt(ctx, acc)
-}
-
 func (a mcpAdmin) ConnectionState(ctx context.Context, team, server, user string) (servers.OAuth, bool, error) {
-	st, ok, err := a.m.ConnectionState(ctx, team, server, user)
+	st, ok, err := a.Manager.ConnectionState(ctx, team, server, user)
 	return st, ok, mapErr(err)
 }
 
 func (a mcpAdmin) StartConnect(ctx context.Context, team, server, user string) (string, time.Time, error) {
-	link, exp, err := a.m.StartConnect(ctx, team, server, user)
+	link, exp, err := a.Manager.StartConnect(ctx, team, server, user)
 	return link, exp, mapErr(err)
 }
 
 func (a mcpAdmin) Disconnect(ctx context.Context, team, server, user string) error {
-	return mapErr(a.m.Disconnect(ctx, team, server, user))
+	return mapErr(a.Manager.Disconnect(ctx, team, server, user))
 }
 
 // mcpTools adapts *mcp.Manager to bot.ToolSource: a turn gets the tools
@@ -98,21 +104,19 @@ func (t mcpTools) ToolsReport(ctx context.Context, a access.Access) ([]agent.Too
 }
 
 func (a mcpAdmin) ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
-	ts, err := a.m.ServerTools(ctx, team, server)
+	ts, err := a.Manager.ServerTools(ctx, team, server)
 	return ts, mapErr(err)
 }
 
 func (a mcpAdmin) Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error) {
-	ts, err := a.m.Probe(ctx, name, url, headers)
+	ts, err := a.Manager.Probe(ctx, name, url, headers)
 	return ts, mapErr(err)
 }
 
 func (a mcpAdmin) Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
-	ts, err := a.m.Approve(ctx, team, server)
+	ts, err := a.Manager.Approve(ctx, team, server)
 	return ts, mapErr(err)
 }
-
-func (a mcpAdmin) Invalidate(team string) { a.m.Invalidate(team) }
 
 func (a mcpAdmin) ValidateURL(raw string) error {
 	return mcp.ValidateRegistrationURL(raw, a.allowPrivate)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"sort"
 
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -36,13 +36,8 @@ func (p policyStore) PutToolPolicy(ctx context.Context, team, server string, r m
 	return p.s.PutToolPolicy(ctx, team, server, r.Tool, mcp.EncodePolicy(r))
 }
 
-// Policies implements bot.PolicyAdmin.
-func (a mcpAdmin) Policies(ctx context.Context, team string) ([]servers.PolicyReport, error) {
-	return a.m.Policies(ctx, team)
-}
-
 // SetPolicy implements bot.PolicyAdmin.
 func (a mcpAdmin) SetPolicy(ctx context.Context, team, server string, r servers.Rule) (servers.PolicyReport, error) {
-	sp, err := a.m.SetPolicy(ctx, team, server, r)
+	sp, err := a.Manager.SetPolicy(ctx, team, server, r)
 	return sp, mapErr(err)
 }

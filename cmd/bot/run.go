@@ -117,7 +117,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Store:              store,
 		Agent:              ag,
 		Tools:              mcpTools{mgr},
-		MCP:                mcpAdmin{m: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks},
+		MCP:                mcpAdmin{Manager: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks},
 		ApprovalTimeout:    cfg.ApprovalTimeout,
 		UsergroupCacheTTL:  cfg.UsergroupCacheTTL,
 		ToolFileMaxBytes:   cfg.ToolFileMaxBytes,
