@@ -23,16 +23,6 @@ type Access = access.Access
 // (access.Person).
 type Person = access.Person
 
-// Reasons a scope refuses an Access (Verdict.Reason; access.Scope*).
-const (
-	ScopeChannel    = access.ScopeChannel
-	ScopeDM         = access.ScopeDM
-	ScopePerson     = access.ScopePerson
-	ScopeGuest      = access.ScopeGuest
-	ScopeExternal   = access.ScopeExternal
-	ScopeUnverified = access.ScopeUnverified
-)
-
 // Verdict is a scope's answer for one Access (access.Verdict).
 type Verdict = access.Verdict
 
@@ -52,15 +42,15 @@ func ValidateScope(s Scope) error {
 // describe says in words, for the model, why a call was refused.
 func describeVerdict(v Verdict) string {
 	switch v.Reason {
-	case ScopeChannel:
+	case access.ScopeChannel:
 		return "its server is not offered in this channel"
-	case ScopeDM:
+	case access.ScopeDM:
 		return "its server is not offered in direct messages"
-	case ScopeGuest:
+	case access.ScopeGuest:
 		return "its server is not offered to guests"
-	case ScopeExternal:
+	case access.ScopeExternal:
 		return "its server is not offered to people of other organizations"
-	case ScopeUnverified:
+	case access.ScopeUnverified:
 		return "the account of a person in this conversation could not be checked"
 	}
 	return "its server is not offered to the people in this conversation"
