@@ -654,8 +654,8 @@ func TestE2ESlashAddModal(t *testing.T) {
 			t.Errorf("Slack call %s carries the secret", c.Method)
 		}
 	}
-	if _, err := e.store.Registration(context.Background(), slackemu.TeamID, "wiki"); err != nil {
-		t.Errorf("not registered: %v", err)
+	if reg, ok := mcp.registration(slackemu.TeamID, "wiki"); !ok || reg.Headers["X-Api-Key"] != "MODALSECRET99" {
+		t.Errorf("not registered: %+v", reg)
 	}
 }
 
