@@ -301,7 +301,7 @@ func codeList(names []string) string {
 // mcpTools answers /bobbin mcp tools <name>.
 func (b *Bot) mcpTools(ctx context.Context, team, name string) string {
 	tools, err := b.opts.MCP.ServerTools(ctx, team, name)
-	if errors.Is(err, ErrUnknownServer) {
+	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
@@ -342,7 +342,7 @@ func formatTools(tools []servers.ToolInfo, descLimit int, withSchema bool) strin
 // mcpApprove answers /bobbin mcp approve <name>.
 func (b *Bot) mcpApprove(ctx context.Context, team, user, name string) string {
 	tools, err := b.opts.MCP.Approve(ctx, team, name)
-	if errors.Is(err, ErrUnknownServer) {
+	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
@@ -381,10 +381,10 @@ func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url 
 	}
 	tools, err := b.opts.MCP.Probe(ctx, name, url, headers)
 	switch {
-	case errors.Is(err, ErrOAuthUnavailable):
+	case errors.Is(err, servers.ErrOAuthUnavailable):
 		return reply{text: fmt.Sprintf("`%s` at %s signs in with OAuth, and OAuth needs the bot's PUBLIC_URL (its externally reachable address for the sign-in callback), which is not set. Nothing was saved. Ask the bot's operator to set PUBLIC_URL, then add the server again.",
 			mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)))}
-	case errors.Is(err, ErrNeedsOAuth):
+	case errors.Is(err, servers.ErrNeedsOAuth):
 		mode := AuthWorkspace
 		if perUser {
 			mode = AuthUser

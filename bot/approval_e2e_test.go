@@ -437,7 +437,7 @@ type fakeMCP struct {
 
 func (f *fakeMCP) Status(context.Context, string) []servers.Status { return nil }
 func (f *fakeMCP) ServerTools(context.Context, string, string) ([]servers.ToolInfo, error) {
-	return nil, bot.ErrUnknownServer
+	return nil, servers.ErrUnknownServer
 }
 func (f *fakeMCP) Probe(_ context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error) {
 	f.mu.Lock()

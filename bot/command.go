@@ -23,7 +23,7 @@ type MCPAdmin interface {
 	// Status lists the servers mounted in the workspace.
 	Status(ctx context.Context, team string) []servers.Status
 	// ServerTools lists one server's tools, disabled ones included;
-	// ErrUnknownServer when the workspace has no such server.
+	// servers.ErrUnknownServer when the workspace has no such server.
 	ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
 	// Probe connects to a server an admin wants to register and lists its
 	// tools without keeping anything.
@@ -53,10 +53,6 @@ type MCPAdmin interface {
 	// command or path look-alikes, no blocked address literal).
 	ValidateURL(raw string) error
 }
-
-// ErrUnknownServer is returned by MCPAdmin for a server name the workspace
-// does not have.
-var ErrUnknownServer = errors.New("no such MCP server in this workspace")
 
 // Slash command operations.
 const (

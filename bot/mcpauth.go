@@ -33,14 +33,14 @@ type MCPAuth interface {
 	StatusFor(ctx context.Context, team, user string) []servers.Status
 	// ConnectionState is one OAuth server's connection for user (the
 	// workspace's in workspace mode); ok is false for servers without
-	// OAuth, ErrUnknownServer for unknown names.
+	// OAuth, servers.ErrUnknownServer for unknown names.
 	ConnectionState(ctx context.Context, team, server, user string) (st servers.OAuth, ok bool, err error)
 	// StartConnect returns a new authorization link for user (the
 	// workspace's connection in workspace mode: only admins may ask) and
 	// when it expires.
 	StartConnect(ctx context.Context, team, server, user string) (link string, expires time.Time, err error)
 	// Disconnect removes user's connection (the workspace's in workspace
-	// mode), revoking it where the server supports it; ErrNotConnected
+	// mode), revoking it where the server supports it; servers.ErrNotConnected
 	// when there is none. The registration stays.
 	Disconnect(ctx context.Context, team, server, user string) error
 }
@@ -49,16 +49,6 @@ type MCPAuth interface {
 const (
 	AuthWorkspace = "workspace"
 	AuthUser      = "user"
-)
-
-// Errors MCPAdmin.Probe and MCPAuth return for the bot to branch on.
-var (
-	// ErrNeedsOAuth: the server answers 401 with OAuth metadata.
-	ErrNeedsOAuth = errors.New("the server requires OAuth")
-	// ErrOAuthUnavailable: it does, and the bot has no PUBLIC_URL.
-	ErrOAuthUnavailable = errors.New("OAuth needs PUBLIC_URL")
-	// ErrNotConnected: there is no connection to remove or use.
-	ErrNotConnected = errors.New("not connected")
 )
 
 // Action ids of link buttons: Slack sends a block_actions for a click on
@@ -281,7 +271,7 @@ func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name s
 	}
 	st, ok, err := ma.ConnectionState(ctx, team, name, user)
 	switch {
-	case errors.Is(err, ErrUnknownServer):
+	case errors.Is(err, servers.ErrUnknownServer):
 		return reply{text: fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))}
 	case err != nil:
 		b.log.Warn("bot: reading an MCP connection failed", "team", team, "server", name, "err", err)
@@ -319,7 +309,7 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 	}
 	st, ok, err := ma.ConnectionState(ctx, team, name, user)
 	switch {
-	case errors.Is(err, ErrUnknownServer):
+	case errors.Is(err, servers.ErrUnknownServer):
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	case err != nil:
 		return "I couldn't read this server's connection just now. Please try again in a moment."
@@ -335,7 +325,7 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 	}
 	err = ma.Disconnect(ctx, team, name, user)
 	switch {
-	case errors.Is(err, ErrNotConnected):
+	case errors.Is(err, servers.ErrNotConnected):
 		return fmt.Sprintf("%s `%s` doesn't exist: nothing to disconnect.", whose, mrkdwn.InlineCode(name))
 	case err != nil:
 		b.log.Warn("bot: disconnecting an MCP server failed", "team", team, "server", name, "err", err)

@@ -21,7 +21,7 @@ import (
 type PolicyAdmin interface {
 	Policies(ctx context.Context, team string) ([]servers.PolicyReport, error)
 	// SetPolicy stores an admin's rule (a rule with no mode and no
-	// privacy removes the glob's rule); ErrUnknownServer for a server
+	// privacy removes the glob's rule); servers.ErrUnknownServer for a server
 	// the workspace does not have.
 	SetPolicy(ctx context.Context, team, server string, r servers.Rule) (servers.PolicyReport, error)
 }
@@ -122,7 +122,7 @@ func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyC
 		rule = servers.Rule{Tool: pc.Rule.Tool}
 	}
 	sp, err := pa.SetPolicy(ctx, team, name, rule)
-	if errors.Is(err, ErrUnknownServer) {
+	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {

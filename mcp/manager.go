@@ -513,10 +513,6 @@ func (m *Manager) StatusFor(ctx context.Context, team, user string) []servers.St
 	return out
 }
 
-// ErrUnknownServer is returned for a server name not mounted in the
-// workspace.
-var ErrUnknownServer = errors.New("mcp: no such server in this workspace")
-
 func (m *Manager) findMount(ctx context.Context, team, server string) ([]*mount, *mount, error) {
 	mts, err := m.mounts(ctx, team)
 	if err != nil {
@@ -527,7 +523,7 @@ func (m *Manager) findMount(ctx context.Context, team, server string) ([]*mount,
 			return mts, mt, nil
 		}
 	}
-	return nil, nil, fmt.Errorf("%w: %s", ErrUnknownServer, server)
+	return nil, nil, fmt.Errorf("%w: %s", servers.ErrUnknownServer, server)
 }
 
 // ServerTools lists one server's tools with hints, pin verdicts and scanner

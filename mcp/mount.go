@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // maxToolsPerServer bounds what one server may offer.
@@ -532,7 +533,7 @@ func (mt *mount) oauthListGate(ctx context.Context) error {
 		return err
 	}
 	if !ok {
-		err := fmt.Errorf("%w: %s (%s)", ErrNotConnected, mt.cfg.Name, reason)
+		err := fmt.Errorf("%w: %s (%s)", servers.ErrNotConnected, mt.cfg.Name, reason)
 		mt.mu.Lock()
 		mt.lastErr = err
 		mt.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // OAuth for HTTP MCP servers (issue 13), on go-sdk's oauthex pieces and
@@ -192,10 +193,6 @@ const (
 
 // Errors callers branch on.
 var (
-	// ErrOAuthUnavailable: OAuth is not configured (no PUBLIC_URL).
-	ErrOAuthUnavailable = errors.New("mcp: this server needs OAuth, and OAuth needs PUBLIC_URL (the bot's externally reachable base URL) to be set")
-	// ErrNotConnected: no usable connection for the workspace or person.
-	ErrNotConnected = errors.New("mcp: not connected")
 	// ErrBadState: the callback's state is unknown, used, expired or for
 	// another workspace.
 	ErrBadState = errors.New("mcp: this authorization link has expired or was already used; start Connect again")
@@ -216,7 +213,7 @@ func (e *NeedsConnectError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Server, e.Reason)
 }
 
-func (e *NeedsConnectError) Is(target error) bool { return target == ErrNotConnected }
+func (e *NeedsConnectError) Is(target error) bool { return target == servers.ErrNotConnected }
 
 // connKey names one connection.
 type connKey struct{ team, server, principal string }

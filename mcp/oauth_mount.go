@@ -76,7 +76,7 @@ func (mt *mount) listPrincipal(ctx context.Context) (string, error) {
 			return r.User, nil
 		}
 	}
-	return "", fmt.Errorf("%w: nobody has connected %s yet", ErrNotConnected, mt.cfg.Name)
+	return "", fmt.Errorf("%w: nobody has connected %s yet", servers.ErrNotConnected, mt.cfg.Name)
 }
 
 // handlerFor returns the OAuth handler of the mount's connection, made
@@ -149,7 +149,7 @@ func (mt *mount) connectAndWait(ctx context.Context, principal, reason string, w
 	}
 	r, ok := access.CallerFrom(ctx)
 	if !ok || o.opts.Prompter == nil {
-		return fmt.Errorf("%w: %s (%s): connect it with `/bobbin mcp connect %s`", ErrNotConnected, mt.cfg.Name, reason, mt.cfg.Name)
+		return fmt.Errorf("%w: %s (%s): connect it with `/bobbin mcp connect %s`", servers.ErrNotConnected, mt.cfg.Name, reason, mt.cfg.Name)
 	}
 	key := connKey{mt.team, mt.cfg.Name, principal}
 	o.mu.Lock()
@@ -239,7 +239,7 @@ func (mt *mount) promptAndWait(ctx context.Context, key connKey, r access.Caller
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("%w: %s: nobody completed Connect within %s", ErrNotConnected, mt.cfg.Name, o.opts.ConnectTimeout)
+			return fmt.Errorf("%w: %s: nobody completed Connect within %s", servers.ErrNotConnected, mt.cfg.Name, o.opts.ConnectTimeout)
 		}
 	}
 }
@@ -353,7 +353,7 @@ func (m *Manager) Disconnect(ctx context.Context, team, server, user string) err
 		return fmt.Errorf("mcp: %s: %w", server, err)
 	}
 	if rec == nil {
-		return fmt.Errorf("%w: %s", ErrNotConnected, server)
+		return fmt.Errorf("%w: %s", servers.ErrNotConnected, server)
 	}
 	sa, _ := mt.serverAuth()
 	revoked := m.oauth.revoke(ctx, sa, rec)
@@ -392,10 +392,6 @@ func (m *Manager) Disconnect(ctx context.Context, team, server, user string) err
 // errNoRequester is returned by a user-mode call without a requester.
 var errNoRequester = errors.New("this server acts as the person who asked, and the call carries no requester")
 
-// ErrNeedsOAuth is returned by Probe for a server that answers 401 with
-// OAuth metadata: register it with auth workspace (or user) and Connect.
-var ErrNeedsOAuth = errors.New("mcp: the server requires OAuth: register it with OAuth and connect")
-
 // needsOAuth reports whether url answers an unauthenticated request with
 // 401 and its authorization can be discovered.
 func (m *Manager) needsOAuth(ctx context.Context, name, rawURL string) bool {
@@ -413,8 +409,8 @@ func (m *Manager) needsOAuth(ctx context.Context, name, rawURL string) bool {
 }
 
 // ProbeAuth tells whether a URL an admin wants to register needs OAuth:
-// nil when it does not, ErrNeedsOAuth when it does and OAuth is set up,
-// ErrOAuthUnavailable when it does and PUBLIC_URL is missing.
+// nil when it does not, servers.ErrNeedsOAuth when it does and OAuth is set up,
+// servers.ErrOAuthUnavailable when it does and PUBLIC_URL is missing.
 func (m *Manager) ProbeAuth(ctx context.Context, name, rawURL string) error {
 	if err := ValidateRegistrationURL(rawURL, m.opts.AllowPrivateNetworks); err != nil {
 		return fmt.Errorf("mcp: %w", err)
@@ -425,5 +421,5 @@ func (m *Manager) ProbeAuth(ctx context.Context, name, rawURL string) error {
 	if err := m.oauth.ready(); err != nil {
 		return err
 	}
-	return ErrNeedsOAuth
+	return servers.ErrNeedsOAuth
 }

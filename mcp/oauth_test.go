@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/internal/oauthtest"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -286,7 +287,7 @@ func TestOAuthWorkspaceConnectCallbackOnAnotherReplica(t *testing.T) {
 	if st, ok, _ := b.ConnectionState(ctx, "T1", "acme", ""); !ok || st.Connected {
 		t.Fatalf("state after disconnect: %+v", st)
 	}
-	if _, err := a.ServerTools(ctx, "T1", "acme"); !errors.Is(err, ErrNotConnected) {
+	if _, err := a.ServerTools(ctx, "T1", "acme"); !errors.Is(err, servers.ErrNotConnected) {
 		t.Fatalf("listing after disconnect: %v", err)
 	}
 	want := []string{"oauth_connect", "oauth_connect", "oauth_disconnect"}
@@ -563,18 +564,18 @@ func TestOAuthRefusedWithoutPublicURL(t *testing.T) {
 	srv := oauthtest.New(t, oauthtest.Options{})
 	tm := newTestManager(t, oauthCfg(srv.URL, AuthWorkspace), func(o *Options) { o.AllowPrivateNetworks = true })
 	ctx := reqCtx(t, "UADMIN")
-	if _, _, err := tm.StartConnect(ctx, "T1", "acme", "UADMIN"); !errors.Is(err, ErrOAuthUnavailable) {
+	if _, _, err := tm.StartConnect(ctx, "T1", "acme", "UADMIN"); !errors.Is(err, servers.ErrOAuthUnavailable) {
 		t.Fatalf("StartConnect without PUBLIC_URL: %v", err)
 	}
-	if err := tm.ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, ErrOAuthUnavailable) {
+	if err := tm.ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, servers.ErrOAuthUnavailable) {
 		t.Fatalf("ProbeAuth without PUBLIC_URL: %v", err)
 	}
-	if _, err := tm.Probe(ctx, "linear", srv.URL, nil); !errors.Is(err, ErrOAuthUnavailable) {
+	if _, err := tm.Probe(ctx, "linear", srv.URL, nil); !errors.Is(err, servers.ErrOAuthUnavailable) {
 		t.Fatalf("Probe without PUBLIC_URL: %v", err)
 	}
 	r := newReplicas(t, 1, nil, func(o *OAuthOptions) {})
 	r.mgrs[0].opts.AllowPrivateNetworks = true
-	if err := r.mgrs[0].ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, ErrNeedsOAuth) {
+	if err := r.mgrs[0].ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, servers.ErrNeedsOAuth) {
 		t.Fatalf("ProbeAuth: %v", err)
 	}
 }

@@ -141,7 +141,7 @@ func explainFailure(cfg ServerConfig, startup time.Duration, err error) string {
 		what = "The server exited before it answered. Run its command by hand to see why; its error output is in the bot's log."
 	case len(cfg.Command) > 0 && errors.Is(err, errProbe):
 		what = fmt.Sprintf("The server did not answer within its start-up budget (%s). If it downloads itself on first use (npx, uvx), give it longer with startup_timeout in MCP_CONFIG.", startup)
-	case errors.Is(err, ErrNotConnected):
+	case errors.Is(err, servers.ErrNotConnected):
 		return detail // the OAuth line says what to do
 	case cfg.URL != "" && (strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host")):
 		what = "Nothing answered at its URL. Check that the server is running and that the URL is right."

@@ -216,6 +216,20 @@ type Registration struct {
 	Scope access.Scope
 }
 
-// ErrBadRecord: a registration's stored record does not decode (it must be
-// removed and added again).
-var ErrBadRecord = errors.New("the registration's record does not decode")
+// Errors the MCP manager returns and the bot branches on.
+var (
+	// ErrUnknownServer: no server of that name in the workspace.
+	ErrUnknownServer = errors.New("mcp: no such server in this workspace")
+	// ErrNeedsOAuth: a server being registered answers 401 with OAuth
+	// metadata: register it with OAuth (workspace or per-user) and
+	// Connect.
+	ErrNeedsOAuth = errors.New("mcp: the server requires OAuth: register it with OAuth and connect")
+	// ErrOAuthUnavailable: OAuth is not configured (no PUBLIC_URL).
+	ErrOAuthUnavailable = errors.New("mcp: this server needs OAuth, and OAuth needs PUBLIC_URL (the bot's externally reachable base URL) to be set")
+	// ErrNotConnected: no usable connection for the workspace or person
+	// (nothing to use or to remove).
+	ErrNotConnected = errors.New("mcp: not connected")
+	// ErrBadRecord: a registration's stored record does not decode (it
+	// must be removed and added again).
+	ErrBadRecord = errors.New("the registration's record does not decode")
+)

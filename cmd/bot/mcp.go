@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -65,29 +63,23 @@ func (r registrations) DeleteRegistration(ctx context.Context, team, name string
 	return r.s.DeleteRegistration(ctx, team, name)
 }
 
-// mcpAdmin is *mcp.Manager as bot.MCPAdmin (the bot does not import mcp):
-// the Manager's methods as they are (Status, StatusFor, StatusAt,
-// Invalidate, Policies, Register, Registered, SetScope, Unregister), with
-// the errors the bot branches on mapped, and URLs validated with the
-// bot's network setting.
+// mcpAdmin is *mcp.Manager as bot.MCPAdmin, MCPAuth and PolicyAdmin (the
+// bot does not import mcp): the Manager's own methods, values and errors
+// (agent/servers) as they are, and URLs validated with the bot's network
+// setting.
 type mcpAdmin struct {
 	*mcp.Manager
 	allowPrivate bool
 }
 
-func (a mcpAdmin) ConnectionState(ctx context.Context, team, server, user string) (servers.OAuth, bool, error) {
-	st, ok, err := a.Manager.ConnectionState(ctx, team, server, user)
-	return st, ok, mapErr(err)
-}
-
-func (a mcpAdmin) StartConnect(ctx context.Context, team, server, user string) (string, time.Time, error) {
-	link, exp, err := a.Manager.StartConnect(ctx, team, server, user)
-	return link, exp, mapErr(err)
-}
-
-func (a mcpAdmin) Disconnect(ctx context.Context, team, server, user string) error {
-	return mapErr(a.Manager.Disconnect(ctx, team, server, user))
-}
+// The bot finds MCPAuth, PolicyAdmin and ToolReporter by type assertion:
+// a signature that drifted would switch them off quietly.
+var (
+	_ bot.MCPAdmin     = mcpAdmin{}
+	_ bot.MCPAuth      = mcpAdmin{}
+	_ bot.PolicyAdmin  = mcpAdmin{}
+	_ bot.ToolReporter = mcpTools{}
+)
 
 // mcpTools adapts *mcp.Manager to bot.ToolSource: a turn gets the tools
 // of the servers whose scope allows its Access.
@@ -103,45 +95,15 @@ func (t mcpTools) ToolsReport(ctx context.Context, a access.Access) ([]agent.Too
 	return t.m.ToolsReport(ctx, a)
 }
 
-func (a mcpAdmin) ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
-	ts, err := a.Manager.ServerTools(ctx, team, server)
-	return ts, mapErr(err)
-}
-
-func (a mcpAdmin) Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error) {
-	ts, err := a.Manager.Probe(ctx, name, url, headers)
-	return ts, mapErr(err)
-}
-
-func (a mcpAdmin) Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
-	ts, err := a.Manager.Approve(ctx, team, server)
-	return ts, mapErr(err)
-}
-
 func (a mcpAdmin) ValidateURL(raw string) error {
 	return mcp.ValidateRegistrationURL(raw, a.allowPrivate)
-}
-
-// mapErr turns the mcp errors the bot branches on into the bot's.
-func mapErr(err error) error {
-	for _, m := range [...]struct{ from, to error }{
-		{mcp.ErrUnknownServer, bot.ErrUnknownServer},
-		{mcp.ErrOAuthUnavailable, bot.ErrOAuthUnavailable},
-		{mcp.ErrNeedsOAuth, bot.ErrNeedsOAuth},
-		{mcp.ErrNotConnected, bot.ErrNotConnected},
-	} {
-		if errors.Is(err, m.from) {
-			return fmt.Errorf("%w: %w", m.to, err)
-		}
-	}
-	return err
 }
 
 // mcpOAuth wires OAuth for MCP servers: the session store keeps sealed
 // tokens, states, locks and wake-ups; the audit stream gets connects,
 // disconnects and refresh failures. Without PUBLIC_URL, OAuth servers are
-// refused (mcp.ErrOAuthUnavailable). The Connect prompt (Prompter) is the
-// bot's (slackSeams).
+// refused (servers.ErrOAuthUnavailable). The Connect prompt (Prompter) is
+// the bot's (slackSeams).
 func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompter, timeout time.Duration, log *slog.Logger) mcp.OAuthOptions {
 	return mcp.OAuthOptions{
 		PublicURL:      publicURL,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -34,10 +33,4 @@ func (p policyStore) ToolPolicies(ctx context.Context, team string) (map[string]
 
 func (p policyStore) PutToolPolicy(ctx context.Context, team, server string, r mcp.PolicyRule) error {
 	return p.s.PutToolPolicy(ctx, team, server, r.Tool, mcp.EncodePolicy(r))
-}
-
-// SetPolicy implements bot.PolicyAdmin.
-func (a mcpAdmin) SetPolicy(ctx context.Context, team, server string, r servers.Rule) (servers.PolicyReport, error) {
-	sp, err := a.Manager.SetPolicy(ctx, team, server, r)
-	return sp, mapErr(err)
 }
