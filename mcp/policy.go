@@ -25,29 +25,8 @@ type (
 	Policy = servers.Policy
 )
 
-// Tool policy modes (servers.Mode*).
-const (
-	ModeAuto     = servers.ModeAuto
-	ModeAutoInDM = servers.ModeAutoInDM
-	ModeAsk      = servers.ModeAsk
-	ModeAdmin    = servers.ModeAdmin
-	ModeDeny     = servers.ModeDeny
-)
-
-// Modes lists every mode, loosest first.
-var Modes = servers.Modes
-
 // strictness orders modes: a higher number is narrower.
-func strictness(m Mode) int { return slices.Index(Modes, m) }
-
-// Policy sources (servers.PolicyFrom*).
-const (
-	PolicyFromDefault     = servers.PolicyFromDefault
-	PolicyFromAnnotations = servers.PolicyFromAnnotations
-	PolicyFromConfig      = servers.PolicyFromConfig
-	PolicyFromAdmin       = servers.PolicyFromAdmin
-	PolicyFromChanged     = servers.PolicyFromChanged
-)
+func strictness(m Mode) int { return slices.Index(servers.Modes, m) }
 
 // ParsePolicyWords parses the words after the tool glob of a policy: a
 // mode and/or private or public ("ask", "auto private", "public"). The
@@ -67,7 +46,7 @@ func ParsePolicyWords(words []string) (Mode, *bool, error) {
 			}
 			p := lw == "private"
 			private = &p
-		case slices.Contains(Modes, Mode(lw)):
+		case slices.Contains(servers.Modes, Mode(lw)):
 			if mode != "" {
 				return "", nil, fmt.Errorf("say one mode, not %s and %s", mode, lw)
 			}
@@ -80,8 +59,8 @@ func ParsePolicyWords(words []string) (Mode, *bool, error) {
 }
 
 func modeList() string {
-	s := make([]string, len(Modes))
-	for i, m := range Modes {
+	s := make([]string, len(servers.Modes))
+	for i, m := range servers.Modes {
 		s[i] = string(m)
 	}
 	return strings.Join(s, ", ")
@@ -198,9 +177,9 @@ func specificity(glob string) int {
 func applyPolicy(h agent.Hints, p Policy, dm bool) agent.Hints {
 	mode := p.At(dm)
 	h.Policy = string(mode)
-	h.Allowed = mode == ModeAuto
-	h.AdminOnly = mode == ModeAdmin
-	h.Denied = h.Denied || mode == ModeDeny
+	h.Allowed = mode == servers.ModeAuto
+	h.AdminOnly = mode == servers.ModeAdmin
+	h.Denied = h.Denied || mode == servers.ModeDeny
 	h.OnceOnly = p.OnceOnly
 	h.Private = p.Private
 	return h
@@ -225,7 +204,7 @@ func resolvePolicy(cfg ServerConfig, admin []PolicyRule, t *mcp.Tool) Policy {
 		rules = append(rules, sourcedRule{PolicyRule: r})
 	}
 	for _, n := range cfg.Allow {
-		rules = append(rules, sourcedRule{PolicyRule: PolicyRule{Tool: n, Mode: ModeAuto}})
+		rules = append(rules, sourcedRule{PolicyRule: PolicyRule{Tool: n, Mode: servers.ModeAuto}})
 	}
 	for _, r := range admin {
 		rules = append(rules, sourcedRule{PolicyRule: r, admin: true})
@@ -247,22 +226,22 @@ func resolvePolicy(cfg ServerConfig, admin []PolicyRule, t *mcp.Tool) Policy {
 		}
 		return out, found
 	}
-	p := Policy{Mode: ModeAsk, Source: PolicyFromDefault}
+	p := Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromDefault}
 	a := t.Annotations
 	destructive := cfg.Trusted && a != nil && a.DestructiveHint != nil && *a.DestructiveHint && !a.ReadOnlyHint
 	if r, ok := best(func(r sourcedRule) bool { return r.Mode != "" }); ok {
-		p.Mode, p.Source = r.Mode, PolicyFromConfig
+		p.Mode, p.Source = r.Mode, servers.PolicyFromConfig
 		if r.admin {
-			p.Source = PolicyFromAdmin
+			p.Source = servers.PolicyFromAdmin
 		}
 	} else if cfg.Trusted && a != nil {
 		// The spec's default of openWorldHint is true: only a tool that
 		// says it stays in its own world runs without asking.
 		switch {
 		case destructive:
-			p.Source = PolicyFromAnnotations
+			p.Source = servers.PolicyFromAnnotations
 		case a.ReadOnlyHint && a.OpenWorldHint != nil && !*a.OpenWorldHint:
-			p.Mode, p.Source = ModeAutoInDM, PolicyFromAnnotations
+			p.Mode, p.Source = servers.ModeAutoInDM, servers.PolicyFromAnnotations
 		}
 	}
 	if r, ok := best(func(r sourcedRule) bool { return r.Private != nil }); ok {
@@ -270,18 +249,18 @@ func resolvePolicy(cfg ServerConfig, admin []PolicyRule, t *mcp.Tool) Policy {
 	}
 	// The operator's deny is a floor.
 	denied := slices.Contains(cfg.Deny, t.Name) || slices.ContainsFunc(cfg.Policy.Rules, func(r PolicyRule) bool {
-		return r.Mode == ModeDeny && globMatch(r.Tool, t.Name)
+		return r.Mode == servers.ModeDeny && globMatch(r.Tool, t.Name)
 	})
 	if denied {
-		p.Mode, p.Source = ModeDeny, PolicyFromConfig
+		p.Mode, p.Source = servers.ModeDeny, servers.PolicyFromConfig
 	}
 	for _, r := range admin {
-		if r.Reset && r.Tool == t.Name && strictness(p.Mode) < strictness(ModeAsk) {
-			p.Mode, p.Source = ModeAsk, PolicyFromChanged
+		if r.Reset && r.Tool == t.Name && strictness(p.Mode) < strictness(servers.ModeAsk) {
+			p.Mode, p.Source = servers.ModeAsk, servers.PolicyFromChanged
 		}
 	}
 	// A destructive tool is asked for every time, whatever asks.
-	p.OnceOnly = destructive && (p.Mode == ModeAsk || p.Mode == ModeAdmin)
+	p.OnceOnly = destructive && (p.Mode == servers.ModeAsk || p.Mode == servers.ModeAdmin)
 	return p
 }
 
@@ -353,10 +332,10 @@ func (m *Manager) Policies(ctx context.Context, team string) ([]servers.PolicyRe
 	for _, mt := range mts {
 		sp := servers.PolicyReport{Server: mt.cfg.Name, Config: slices.Clone(mt.cfg.Policy.Rules), Admin: admin[mt.cfg.Name]}
 		for _, n := range mt.cfg.Deny {
-			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: ModeDeny})
+			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: servers.ModeDeny})
 		}
 		for _, n := range mt.cfg.Allow {
-			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: ModeAuto})
+			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: servers.ModeAuto})
 		}
 		mt.mu.Lock()
 		tools := mt.tools
