@@ -1,7 +1,9 @@
 // Package access is the vocabulary of who a turn's tools are for: where
 // the turn runs and whose messages it answers. bot builds an Access (the
 // people's flags from users.info, user group members) and mcp checks its
-// servers' scopes against it, both with this one definition.
+// servers' scopes (Scope, Verdict) against it, both with this one
+// definition. The Caller of a tool call (WithCaller, CallerFrom) is how
+// the bot tells a tool who asked, and where.
 package access
 
 import "context"
