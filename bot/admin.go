@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
@@ -191,44 +193,6 @@ type control struct {
 	groups groups
 }
 
-// registrationRecord is the caller-owned JSON of a session.Registration
-// made from Slack. Header values are secrets: they live in
-// Registration.Secrets (encrypted at rest), keyed by header name.
-type registrationRecord struct {
-	V       int      `json:"v"`
-	URL     string   `json:"url"`
-	Headers []string `json:"headers,omitempty"`
-	// Tools are the tool names the admin saw when registering.
-	Tools []string `json:"tools,omitempty"`
-	// Auth is "" (static headers only), AuthWorkspace or AuthUser (OAuth;
-	// cmd/bot hands it to the MCP manager).
-	Auth string `json:"auth,omitempty"`
-}
-
-// RegisteredServer decodes a registration made with /bobbin mcp add: the
-// server's URL and its headers (values as the store decrypted them). cmd/bot
-// uses it to feed registrations to the MCP manager.
-func RegisteredServer(r session.Registration) (url string, headers map[string]string, err error) {
-	var rec registrationRecord
-	if err := json.Unmarshal(r.Record, &rec); err != nil {
-		return "", nil, fmt.Errorf("bot: registration %s: %w", r.Name, err)
-	}
-	if rec.URL == "" {
-		return "", nil, fmt.Errorf("bot: registration %s has no URL", r.Name)
-	}
-	if len(rec.Headers) > 0 {
-		headers = make(map[string]string, len(rec.Headers))
-		for _, h := range rec.Headers {
-			v, ok := r.Secrets[h]
-			if !ok {
-				return "", nil, fmt.Errorf("bot: registration %s: header %s has no value", r.Name, h)
-			}
-			headers[h] = v
-		}
-	}
-	return rec.URL, headers, nil
-}
-
 // publicURL is u without query and fragment, for audit and answers (a query
 // may carry a token).
 func publicURL(u string) string {
@@ -263,7 +227,7 @@ func hintWords(h agent.Hints) string {
 // scope and whether it is available to them there, and OAuth connection
 // states (the workspace's, or theirs).
 func (b *Bot) mcpList(ctx context.Context, team, channel, user string) string {
-	var st []ServerStatus
+	var st []servers.Status
 	if ss, ok := b.opts.MCP.(scopeStatus); ok {
 		st = ss.StatusAt(ctx, b.accessFor(ctx, team, channel, []personRef{{user: user}}))
 	} else if ma := b.mcpAuth(); ma != nil {
@@ -337,7 +301,7 @@ func codeList(names []string) string {
 // mcpTools answers /bobbin mcp tools <name>.
 func (b *Bot) mcpTools(ctx context.Context, team, name string) string {
 	tools, err := b.opts.MCP.ServerTools(ctx, team, name)
-	if errors.Is(err, ErrUnknownServer) {
+	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
@@ -348,7 +312,7 @@ func (b *Bot) mcpTools(ctx context.Context, team, name string) string {
 
 // formatTools lists tools with hints, state and description (cut to
 // descLimit runes); withSchema adds the input schemas.
-func formatTools(tools []ToolInfo, descLimit int, withSchema bool) string {
+func formatTools(tools []servers.ToolInfo, descLimit int, withSchema bool) string {
 	if len(tools) == 0 {
 		return "_No tools._\n"
 	}
@@ -378,7 +342,7 @@ func formatTools(tools []ToolInfo, descLimit int, withSchema bool) string {
 // mcpApprove answers /bobbin mcp approve <name>.
 func (b *Bot) mcpApprove(ctx context.Context, team, user, name string) string {
 	tools, err := b.opts.MCP.Approve(ctx, team, name)
-	if errors.Is(err, ErrUnknownServer) {
+	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
@@ -391,7 +355,7 @@ func (b *Bot) mcpApprove(ctx context.Context, team, user, name string) string {
 
 // mcpRemove answers /bobbin mcp remove <name>.
 func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
-	err := b.store.DeleteRegistration(ctx, team, name)
+	err := b.opts.MCP.Unregister(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
 		return fmt.Sprintf("No server named `%s` was registered from Slack in this workspace. (Servers from the operator's configuration can only be removed there.) See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
@@ -399,7 +363,6 @@ func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
 		b.log.Warn("bot: removing a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't remove it just now. Please try again in a moment."
 	}
-	b.opts.MCP.Invalidate(team)
 	b.forgetConnections(ctx, team, name)
 	b.audit(ctx, team, map[string]string{"event": auditMCPRemove, "by": user, "server": name})
 	return fmt.Sprintf("Removed `%s`. Its tools are no longer offered in this workspace.", mrkdwn.InlineCode(name))
@@ -410,8 +373,7 @@ func (b *Bot) mcpRemove(ctx context.Context, team, user, name string) string {
 // A server that answers 401 with OAuth metadata is registered with OAuth
 // (per-user with perUser) and the answer carries a Connect button.
 func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, perUser bool) reply {
-	cs := b.store
-	if _, err := cs.Registration(ctx, team, name); err == nil {
+	if err := b.opts.MCP.Registered(ctx, team, name); err == nil {
 		return reply{text: fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))}
 	} else if !errors.Is(err, session.ErrNotFound) {
 		b.log.Warn("bot: reading registrations failed", "team", team, "err", err)
@@ -419,10 +381,10 @@ func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url 
 	}
 	tools, err := b.opts.MCP.Probe(ctx, name, url, headers)
 	switch {
-	case errors.Is(err, ErrOAuthUnavailable):
+	case errors.Is(err, servers.ErrOAuthUnavailable):
 		return reply{text: fmt.Sprintf("`%s` at %s signs in with OAuth, and OAuth needs the bot's PUBLIC_URL (its externally reachable address for the sign-in callback), which is not set. Nothing was saved. Ask the bot's operator to set PUBLIC_URL, then add the server again.",
 			mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)))}
-	case errors.Is(err, ErrNeedsOAuth):
+	case errors.Is(err, servers.ErrNeedsOAuth):
 		mode := AuthWorkspace
 		if perUser {
 			mode = AuthUser
@@ -437,37 +399,31 @@ func (b *Bot) mcpAdd(ctx context.Context, to replyTarget, team, user, name, url 
 	if perUser {
 		return reply{text: fmt.Sprintf("`--per-user` is for servers that sign in with OAuth, and `%s` answered without asking for it. Nothing was saved; add it again without `--per-user`.", mrkdwn.InlineCode(name))}
 	}
-	rec := registrationRecord{V: 1, URL: url}
+	reg := servers.Registration{Name: name, URL: url, Headers: headers, CreatedBy: user}
 	for _, t := range tools {
-		rec.Tools = append(rec.Tools, t.Name)
+		reg.Tools = append(reg.Tools, t.Name)
 	}
-	for h := range headers {
-		rec.Headers = append(rec.Headers, h)
-	}
-	if msg := b.saveRegistration(ctx, team, user, name, rec, headers); msg != "" {
+	if msg := b.saveRegistration(ctx, team, reg); msg != "" {
 		return reply{text: msg}
 	}
+	headerNames := slices.Sorted(maps.Keys(headers))
 	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
-		"outcome": strconv.Itoa(len(tools)) + " tools", "headers": strings.Join(rec.Headers, ",")})
+		"outcome": strconv.Itoa(len(tools)) + " tools", "headers": strings.Join(headerNames, ",")})
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Registered `%s`* at %s with %d tools", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), len(tools))
 	if len(headers) > 0 {
-		fmt.Fprintf(&s, " (headers %s stored encrypted)", mrkdwn.EscapeText(strings.Join(rec.Headers, ", ")))
+		fmt.Fprintf(&s, " (headers %s stored encrypted)", mrkdwn.EscapeText(strings.Join(headerNames, ", ")))
 	}
 	s.WriteString(". They are offered to the model in this workspace from now on; each call asks for approval in the thread.\n")
 	s.WriteString(formatTools(tools, 300, false))
 	return reply{text: s.String()}
 }
 
-// saveRegistration stores a registration and makes this replica's MCP
-// manager see it; it returns "" or what to tell the admin.
-func (b *Bot) saveRegistration(ctx context.Context, team, user, name string, rec registrationRecord, headers map[string]string) string {
-	slices.Sort(rec.Headers)
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return "I couldn't save the server. Please try again."
-	}
-	if err := b.store.PutRegistration(ctx, team, session.Registration{Name: name, Record: raw, Secrets: headers, CreatedBy: user}); err != nil {
+// saveRegistration has the MCP manager store a registration (and see
+// it); it returns "" or what to tell the admin.
+func (b *Bot) saveRegistration(ctx context.Context, team string, reg servers.Registration) string {
+	name := reg.Name
+	if err := b.opts.MCP.Register(ctx, team, reg); err != nil {
 		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		if errors.Is(err, session.ErrNoSecretKey) {
 			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
@@ -477,7 +433,6 @@ func (b *Bot) saveRegistration(ctx context.Context, team, user, name string, rec
 		}
 		return "I found the server but couldn't save it just now. Nothing was saved; please try again."
 	}
-	b.opts.MCP.Invalidate(team)
 	return ""
 }
 
@@ -587,7 +542,7 @@ func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) an
 	errs := map[string]string{}
 	if err := checkServerName(name); err != nil {
 		errs[blockMCPName] = "Use 1 to 32 letters, digits, - or _."
-	} else if _, err := b.store.Registration(ctx, team, name); err == nil {
+	} else if err := b.opts.MCP.Registered(ctx, team, name); err == nil {
 		errs[blockMCPName] = "A server with this name is already registered. Pick another name or remove it first."
 	}
 	u, err := checkURLShape(rawURL)

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -92,28 +93,11 @@ func TestRoleCacheReusesLookups(t *testing.T) {
 	}
 }
 
-func TestRegisteredServer(t *testing.T) {
-	rec := []byte(`{"v":1,"url":"https://h/mcp","headers":["Authorization"],"tools":["a"]}`)
-	url, hs, err := RegisteredServer(session.Registration{Name: "x", Record: rec, Secrets: map[string]string{"Authorization": "Bearer s"}})
-	if err != nil || url != "https://h/mcp" || hs["Authorization"] != "Bearer s" || len(hs) != 1 {
-		t.Errorf("RegisteredServer = %q, %v, %v", url, hs, err)
-	}
-	for _, bad := range []session.Registration{
-		{Name: "x", Record: []byte(`{"v":1}`)},
-		{Name: "x", Record: []byte(`not json`)},
-		{Name: "x", Record: rec}, // secret missing
-	} {
-		if _, _, err := RegisteredServer(bad); err == nil {
-			t.Errorf("RegisteredServer(%s): no error", bad.Record)
-		}
-	}
-}
-
 func TestAdminFormatting(t *testing.T) {
 	if got := publicURL("https://h/mcp?token=abc#x"); strings.Contains(got, "abc") {
 		t.Errorf("publicURL kept the query: %q", got)
 	}
-	tools := []ToolInfo{
+	tools := []servers.ToolInfo{
 		{Name: "rm`rf", Exposed: "srv__rm_rf", Description: "Deletes <!channel> & more\nlines", Hints: agent.Hints{Destructive: true},
 			Disabled: true, DisabledReason: "definition changed", Flags: []string{"instructions"}, InputSchema: json.RawMessage(`{"type":"object","description":"<@U1>"}`)},
 	}

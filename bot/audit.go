@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/provider"
@@ -23,9 +24,6 @@ import (
 type controlStore interface {
 	Audit(ctx context.Context, team string, fields map[string]string) error
 	RecentAudit(ctx context.Context, team string, n int) ([]session.AuditEntry, error)
-	PutRegistration(ctx context.Context, team string, r session.Registration) error
-	Registration(ctx context.Context, team, name string) (session.Registration, error)
-	DeleteRegistration(ctx context.Context, team, name string) error
 }
 
 // Audit events (those of prompts are bot/ask's).
@@ -104,17 +102,14 @@ func (t auditedTool) CallParts(ctx context.Context, input json.RawMessage) (stri
 	return out, parts, err
 }
 
-// toolContext tells the tool who asked (Options.ToolContext): MCP OAuth
+// toolContext tells the tool who asked (access.WithCaller): MCP OAuth
 // per-user connections and questions from servers need the requester. Files
 // the tool returns are shared in the thread (toolfiles.go).
 func (t auditedTool) toolContext(ctx context.Context) context.Context {
 	if s, ok := t.b.toolFiles(t.k, t.Tool); ok {
 		ctx = agent.WithFileSharer(ctx, s)
 	}
-	if tc := t.b.opts.ToolContext; tc != nil {
-		return tc(ctx, t.k.Team, t.requester, t.k.Channel, t.k.ThreadTS)
-	}
-	return ctx
+	return access.WithCaller(ctx, access.Caller{Team: t.k.Team, User: t.requester, Channel: t.k.Channel, Thread: t.k.ThreadTS})
 }
 
 // audited records one call that ran.

@@ -153,11 +153,6 @@ type Options struct {
 	// agent's own ApprovalTimeout at least this long. A server's question
 	// (Ask) waits as long.
 	ApprovalTimeout time.Duration
-	// ToolContext, when set, derives the context of every tool call from
-	// who asked for it and where (cmd/bot sets mcp.WithRequester: OAuth
-	// per-user servers act as that person, and servers' questions go to
-	// them in that thread).
-	ToolContext func(ctx context.Context, team, user, channel, thread string) context.Context
 	// CheckForm validates a form answer against its fields and returns a
 	// message per failing field name ("" for the form as a whole); cmd/bot
 	// sets mcp.ValidateElicitContent. Nil checks required fields only.

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -12,7 +11,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
@@ -21,68 +21,37 @@ import (
 // not import mcp: cmd/bot adapts *mcp.Manager to it.
 type MCPAdmin interface {
 	// Status lists the servers mounted in the workspace.
-	Status(ctx context.Context, team string) []ServerStatus
+	Status(ctx context.Context, team string) []servers.Status
 	// ServerTools lists one server's tools, disabled ones included;
-	// ErrUnknownServer when the workspace has no such server.
-	ServerTools(ctx context.Context, team, server string) ([]ToolInfo, error)
+	// servers.ErrUnknownServer when the workspace has no such server.
+	ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
 	// Probe connects to a server an admin wants to register and lists its
 	// tools without keeping anything.
-	Probe(ctx context.Context, name, url string, headers map[string]string) ([]ToolInfo, error)
+	Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error)
 	// Approve pins the server's current tool definitions and re-enables
 	// tools disabled by a change.
-	Approve(ctx context.Context, team, server string) ([]ToolInfo, error)
+	Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
 	// Invalidate makes the next use re-read the workspace's registrations.
 	Invalidate(team string)
+	// Register stores a server registered from Slack (its record is the
+	// manager's; header values are stored encrypted) and makes the next
+	// use see it. Store errors pass through: session.ErrExists when the
+	// name is taken, session.ErrNoSecretKey for headers without a key.
+	Register(ctx context.Context, team string, r servers.Registration) error
+	// Registered is nil when the workspace registered name from Slack,
+	// session.ErrNotFound when it did not, another error when it cannot
+	// tell.
+	Registered(ctx context.Context, team, name string) error
+	// SetScope replaces a registered server's scope (nil lifts it),
+	// compare-and-set on its record: session.ErrNotFound when it was
+	// removed meanwhile, servers.ErrBadRecord when its record is damaged.
+	SetScope(ctx context.Context, team, name string, s *access.Scope) error
+	// Unregister removes a registered server (and its tool pins);
+	// session.ErrNotFound when there is none.
+	Unregister(ctx context.Context, team, name string) error
 	// ValidateURL checks a URL an admin wants to register (scheme, no
 	// command or path look-alikes, no blocked address literal).
 	ValidateURL(raw string) error
-}
-
-// ErrUnknownServer is returned by MCPAdmin for a server name the workspace
-// does not have.
-var ErrUnknownServer = errors.New("no such MCP server in this workspace")
-
-// ServerStatus is one server of /bobbin mcp list.
-type ServerStatus struct {
-	Name string
-	// Source is "config" (the operator's file) or "registered" (Slack).
-	Source    string
-	URL       string
-	Transport string
-	// State is "connected", "idle", "starting" or "failed" (Error says
-	// why).
-	State   string
-	Error   string
-	Tools   int
-	Trusted bool
-	// Disabled are tools whose definition changed, waiting for an admin.
-	Disabled []string
-	// Flagged are tools the poisoning scanner flagged.
-	Flagged []string
-	// Auth is AuthWorkspace or AuthUser for OAuth servers ("" otherwise);
-	// OAuth is then the connection of the workspace or of the person
-	// asking.
-	Auth  string
-	OAuth *OAuthState
-	// Scope is who may use the server's tools, and where; Here (from
-	// StatusAt) whether they are offered to the person asking, there.
-	Scope ServerScope
-	Here  *ScopeVerdict
-	// Policy is the server's tool policy (filled by the bot when the
-	// manager is a PolicyAdmin; policy.go).
-	Policy *ServerPolicy
-}
-
-// ToolInfo is one tool of a server.
-type ToolInfo struct {
-	// Name is the tool's name on its server; Exposed the name the model
-	// sees ("" from Probe).
-	Name, Exposed, Title, Description string
-	InputSchema                       json.RawMessage
-	Hints                             agent.Hints
-	Disabled                          bool
-	DisabledReason                    string
-	Flags                             []string
 }
 
 // Slash command operations.
@@ -110,7 +79,7 @@ type command struct {
 	// PerUser is mcp add's --per-user (OAuth: each person connects).
 	PerUser bool
 	// Scope and ClearScope are mcp scope's (scope_cmd.go).
-	Scope      ServerScope
+	Scope      access.Scope
 	ClearScope bool
 	// Policy is mcp policy's (policy.go).
 	Policy *policyCmd

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -286,16 +287,16 @@ func TestSelectContext(t *testing.T) {
 
 type partsTool struct {
 	calls int
-	asker string // the requester the call's ctx carried (Options.ToolContext)
+	asker string // the caller the call's ctx carried (access.WithCaller)
 }
-
-type askerKey struct{}
 
 func (*partsTool) Spec() provider.ToolSpec                               { return provider.ToolSpec{Name: "shot"} }
 func (*partsTool) Call(context.Context, json.RawMessage) (string, error) { return "text only", nil }
 func (p *partsTool) CallParts(ctx context.Context, _ json.RawMessage) (string, []provider.Part, error) {
 	p.calls++
-	p.asker, _ = ctx.Value(askerKey{}).(string)
+	if c, ok := access.CallerFrom(ctx); ok {
+		p.asker = c.Team + "/" + c.User + "/" + c.Channel + "/" + c.Thread
+	}
 	return "a screenshot", []provider.Part{{Type: provider.PartImage, Data: []byte{1}}}, nil
 }
 
@@ -312,9 +313,6 @@ func TestAuditedToolForwardsParts(t *testing.T) {
 	b := testBot()
 	b.log = slog.New(slog.DiscardHandler)
 	b.store = testStore(t) // the audit log
-	b.opts.ToolContext = func(ctx context.Context, team, user, channel, thread string) context.Context {
-		return context.WithValue(ctx, askerKey{}, team+"/"+user+"/"+channel+"/"+thread)
-	}
 	pt := &partsTool{}
 	tools := b.auditTools(session.ThreadKey{Team: "T1", Channel: "C1", ThreadTS: "1.1"}, "U1", []agent.Tool{pt, plainTool{}})
 	got, ok := tools[0].(agent.PartsTool)

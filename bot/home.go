@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
@@ -44,7 +45,7 @@ func (b *Bot) homeOpened(team, user string) func(context.Context) {
 
 // homeEntry is one server as the person's Home shows it.
 type homeEntry struct {
-	st   ServerStatus
+	st   servers.Status
 	link string // Connect link ("" when none could be made)
 	err  string
 }
@@ -55,7 +56,7 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 	if team == "" || user == "" {
 		return
 	}
-	var st []ServerStatus
+	var st []servers.Status
 	ma := b.mcpAuth()
 	ss, scoped := b.opts.MCP.(scopeStatus)
 	switch {
@@ -110,7 +111,7 @@ func mdText(s string) *slack.TextBlockObject {
 // homeBlocks lays out the Home: what needs connecting, the person's
 // connections, then every server.
 // profiles is the line on agent profiles ("" without them).
-func homeBlocks(st []ServerStatus, needs, mine []homeEntry, profiles string) []slack.Block {
+func homeBlocks(st []servers.Status, needs, mine []homeEntry, profiles string) []slack.Block {
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(mrkdwn.Plain("Bobbin")),
 		slack.NewSectionBlock(mdText("Mention me in a channel or send me a direct message. Before I run a tool I ask in the thread. "+
@@ -214,7 +215,7 @@ func homeBlocks(st []ServerStatus, needs, mine []homeEntry, profiles string) []s
 }
 
 // homeReason says why a server needs connecting.
-func homeReason(o *OAuthState) string {
+func homeReason(o *servers.OAuth) string {
 	if o.Reason == "reconnect needed" {
 		return "reconnect needed: the server refused the saved sign-in."
 	}

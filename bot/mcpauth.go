@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
@@ -26,47 +29,25 @@ import (
 // Options.MCP; without it OAuth servers cannot be connected from Slack.
 type MCPAuth interface {
 	// StatusFor is Status with the OAuth connection states of user.
-	StatusFor(ctx context.Context, team, user string) []ServerStatus
+	StatusFor(ctx context.Context, team, user string) []servers.Status
 	// ConnectionState is one OAuth server's connection for user (the
 	// workspace's in workspace mode); ok is false for servers without
-	// OAuth, ErrUnknownServer for unknown names.
-	ConnectionState(ctx context.Context, team, server, user string) (st OAuthState, ok bool, err error)
+	// OAuth, servers.ErrUnknownServer for unknown names.
+	ConnectionState(ctx context.Context, team, server, user string) (st servers.OAuth, ok bool, err error)
 	// StartConnect returns a new authorization link for user (the
 	// workspace's connection in workspace mode: only admins may ask) and
 	// when it expires.
 	StartConnect(ctx context.Context, team, server, user string) (link string, expires time.Time, err error)
 	// Disconnect removes user's connection (the workspace's in workspace
-	// mode), revoking it where the server supports it; ErrNotConnected
+	// mode), revoking it where the server supports it; servers.ErrNotConnected
 	// when there is none. The registration stays.
 	Disconnect(ctx context.Context, team, server, user string) error
 }
 
-// Auth modes of an OAuth server (ServerStatus.Auth, OAuthState.Mode).
+// Auth modes of an OAuth server (servers.Status.Auth, servers.OAuth.Mode).
 const (
 	AuthWorkspace = ask.AuthWorkspace
 	AuthUser      = ask.AuthUser
-)
-
-// OAuthState is the connection of an OAuth server for the workspace or
-// one person.
-type OAuthState struct {
-	// Mode is AuthWorkspace or AuthUser.
-	Mode      string
-	Connected bool
-	// Reason says why not: "not connected", "reconnect needed", …
-	Reason string
-	// ConnectedBy is who connected it.
-	ConnectedBy string
-}
-
-// Errors MCPAdmin.Probe and MCPAuth return for the bot to branch on.
-var (
-	// ErrNeedsOAuth: the server answers 401 with OAuth metadata.
-	ErrNeedsOAuth = errors.New("the server requires OAuth")
-	// ErrOAuthUnavailable: it does, and the bot has no PUBLIC_URL.
-	ErrOAuthUnavailable = errors.New("OAuth needs PUBLIC_URL")
-	// ErrNotConnected: there is no connection to remove or use.
-	ErrNotConnected = errors.New("not connected")
 )
 
 // Action ids of link buttons: Slack sends a block_actions for a click on
@@ -166,7 +147,7 @@ func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name s
 	}
 	st, ok, err := ma.ConnectionState(ctx, team, name, user)
 	switch {
-	case errors.Is(err, ErrUnknownServer):
+	case errors.Is(err, servers.ErrUnknownServer):
 		return reply{text: fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))}
 	case err != nil:
 		b.log.Warn("bot: reading an MCP connection failed", "team", team, "server", name, "err", err)
@@ -204,7 +185,7 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 	}
 	st, ok, err := ma.ConnectionState(ctx, team, name, user)
 	switch {
-	case errors.Is(err, ErrUnknownServer):
+	case errors.Is(err, servers.ErrUnknownServer):
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	case err != nil:
 		return "I couldn't read this server's connection just now. Please try again in a moment."
@@ -220,7 +201,7 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 	}
 	err = ma.Disconnect(ctx, team, name, user)
 	switch {
-	case errors.Is(err, ErrNotConnected):
+	case errors.Is(err, servers.ErrNotConnected):
 		return fmt.Sprintf("%s `%s` doesn't exist: nothing to disconnect.", whose, mrkdwn.InlineCode(name))
 	case err != nil:
 		b.log.Warn("bot: disconnecting an MCP server failed", "team", team, "server", name, "err", err)
@@ -236,15 +217,11 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 // connection, or, for a per-user one, the admin's own (its tools are
 // listed through it).
 func (b *Bot) mcpAddOAuth(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, mode string) reply {
-	rec := registrationRecord{V: 1, URL: url, Auth: mode}
-	for h := range headers {
-		rec.Headers = append(rec.Headers, h)
-	}
-	if r := b.saveRegistration(ctx, team, user, name, rec, headers); r != "" {
+	if r := b.saveRegistration(ctx, team, servers.Registration{Name: name, URL: url, Headers: headers, Auth: mode, CreatedBy: user}); r != "" {
 		return reply{text: r}
 	}
 	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
-		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(rec.Headers, ",")})
+		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(slices.Sorted(maps.Keys(headers)), ",")})
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), modeWords(mode))
 	if mode == AuthUser {
@@ -280,7 +257,7 @@ func (b *Bot) forgetConnections(ctx context.Context, team, server string) {
 }
 
 // oauthLine describes an OAuth server's connection in /bobbin mcp list.
-func oauthLine(x ServerStatus) string {
+func oauthLine(x servers.Status) string {
 	o := x.OAuth
 	if o == nil {
 		return ""
@@ -305,6 +282,6 @@ func oauthLine(x ServerStatus) string {
 
 // noConnectionYet reports whether an OAuth server has not listed its
 // tools because nobody has connected it yet.
-func noConnectionYet(x ServerStatus) bool {
+func noConnectionYet(x servers.Status) bool {
 	return x.OAuth != nil && x.Tools == 0 && x.State != "connected"
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 
@@ -13,19 +14,12 @@ import (
 // (still starting, or failing). A turn does not wait for them: the model
 // and, briefly, the person are told.
 type ToolReporter interface {
-	ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []NotReadyServer, error)
-}
-
-// NotReadyServer is a server a turn goes without.
-type NotReadyServer struct {
-	Name string
-	// State is "starting" or "failed".
-	State string
+	ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []servers.NotReady, error)
 }
 
 // toolsFor asks the ToolSource for a's tools (and, when it can tell,
 // which servers are not ready).
-func (b *Bot) toolsFor(ctx context.Context, a Access) ([]agent.Tool, []NotReadyServer, error) {
+func (b *Bot) toolsFor(ctx context.Context, a Access) ([]agent.Tool, []servers.NotReady, error) {
 	if tr, ok := b.opts.Tools.(ToolReporter); ok {
 		return tr.ToolsReport(ctx, a)
 	}
@@ -34,20 +28,20 @@ func (b *Bot) toolsFor(ctx context.Context, a Access) ([]agent.Tool, []NotReadyS
 }
 
 // notReadyWords lists the servers as "`a` (still starting), `b` (failing)".
-func notReadyWords(nr []NotReadyServer) string {
+func notReadyWords(nr []servers.NotReady) string {
 	parts := make([]string, len(nr))
 	for i, s := range nr {
 		state := "still starting"
 		if s.State == "failed" {
 			state = "failing"
 		}
-		parts[i] = "`" + mrkdwn.InlineCode(s.Name) + "` (" + state + ")"
+		parts[i] = "`" + mrkdwn.InlineCode(s.Server) + "` (" + state + ")"
 	}
 	return strings.Join(parts, ", ")
 }
 
 // notReadySystem is what the model is told on top of the system prompt.
-func notReadySystem(system string, nr []NotReadyServer) string {
+func notReadySystem(system string, nr []servers.NotReady) string {
 	if len(nr) == 0 {
 		return system
 	}
@@ -60,7 +54,7 @@ func notReadySystem(system string, nr []NotReadyServer) string {
 }
 
 // notReadyFooter is the person's brief line about them.
-func notReadyFooter(nr []NotReadyServer) string {
+func notReadyFooter(nr []servers.NotReady) string {
 	if len(nr) == 0 {
 		return ""
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 
@@ -15,50 +16,15 @@ import (
 // resolves them; the bot sets them, shows them and applies their approval
 // rules (bot/ask/policy.go).
 
-// PolicyRule is one rule of a server's tool policy.
-type PolicyRule struct {
-	// Tool is a glob on the tool's name on its server ("*": every tool).
-	Tool string
-	// Mode is "" when the rule sets only the privacy.
-	Mode string
-	// Private is nil when the rule sets only the mode.
-	Private *bool
-	// Reset: the tool's definition changed since the rule was set; it
-	// asks until an admin sets its policy again.
-	Reset bool
-}
-
-// ToolPolicy is what one tool's policy resolves to.
-type ToolPolicy struct {
-	Tool     string
-	Mode     string
-	Private  bool
-	OnceOnly bool
-	// Source is "default", "annotations", "config", "admin" or
-	// "definition changed".
-	Source string
-}
-
-// ServerPolicy is a server's rules (the operator's and the admins') and
-// its tools' resolved policies.
-type ServerPolicy struct {
-	Server        string
-	Config, Admin []PolicyRule
-	Tools         []ToolPolicy
-}
-
 // PolicyAdmin is what /bobbin mcp policy needs of the MCP manager; an
 // MCPAdmin without it has no policies to show or set.
 type PolicyAdmin interface {
-	Policies(ctx context.Context, team string) ([]ServerPolicy, error)
+	Policies(ctx context.Context, team string) ([]servers.PolicyReport, error)
 	// SetPolicy stores an admin's rule (a rule with no mode and no
-	// privacy removes the glob's rule); ErrUnknownServer for a server
+	// privacy removes the glob's rule); servers.ErrUnknownServer for a server
 	// the workspace does not have.
-	SetPolicy(ctx context.Context, team, server string, r PolicyRule) (ServerPolicy, error)
+	SetPolicy(ctx context.Context, team, server string, r servers.Rule) (servers.PolicyReport, error)
 }
-
-// policyModes are the modes, loosest first (the public grammar).
-var policyModes = []string{"auto", "auto-in-dm", "ask", "admin", "deny"}
 
 // opPolicy is /bobbin mcp policy.
 const opPolicy = "mcp policy"
@@ -72,7 +38,7 @@ const policyHelp = "• `/bobbin mcp policy <name> [<tool-glob>] ask|auto|auto-i
 
 // policyCmd is a parsed /bobbin mcp policy.
 type policyCmd struct {
-	Rule  PolicyRule
+	Rule  servers.Rule
 	Clear bool
 	Show  bool
 }
@@ -85,7 +51,7 @@ func parsePolicy(args []string) (command, error) {
 	if err := checkServerName(args[0]); err != nil {
 		return command{}, err
 	}
-	cmd := command{Op: opPolicy, Name: args[0], Policy: &policyCmd{Rule: PolicyRule{Tool: "*"}}}
+	cmd := command{Op: opPolicy, Name: args[0], Policy: &policyCmd{Rule: servers.Rule{Tool: "*"}}}
 	rest := args[1:]
 	if len(rest) == 0 {
 		cmd.Policy.Show = true
@@ -115,11 +81,11 @@ func parsePolicy(args []string) (command, error) {
 			}
 			p := lw == "private"
 			cmd.Policy.Rule.Private = &p
-		case slices.Contains(policyModes, lw):
+		case slices.Contains(servers.Modes, servers.Mode(lw)):
 			if cmd.Policy.Rule.Mode != "" {
-				return command{}, usageError("Say one mode, not `" + cmd.Policy.Rule.Mode + "` and `" + lw + "`. " + policyUsage)
+				return command{}, usageError("Say one mode, not `" + string(cmd.Policy.Rule.Mode) + "` and `" + lw + "`. " + policyUsage)
 			}
-			cmd.Policy.Rule.Mode = lw
+			cmd.Policy.Rule.Mode = servers.Mode(lw)
 		default:
 			return command{}, usageError(fmt.Sprintf("%q is not a mode (ask, auto, auto-in-dm, admin, deny) nor private or public. %s", mrkdwn.Clip(w, 40), policyUsage))
 		}
@@ -128,7 +94,7 @@ func parsePolicy(args []string) (command, error) {
 }
 
 func isPolicyWord(w string) bool {
-	return w == "private" || w == "public" || slices.Contains(policyModes, w)
+	return w == "private" || w == "public" || slices.Contains(servers.Modes, servers.Mode(w))
 }
 
 // mcpPolicy answers /bobbin mcp policy: it sets (or clears, or shows) a
@@ -153,10 +119,10 @@ func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyC
 	}
 	rule := pc.Rule
 	if pc.Clear {
-		rule = PolicyRule{Tool: pc.Rule.Tool}
+		rule = servers.Rule{Tool: pc.Rule.Tool}
 	}
 	sp, err := pa.SetPolicy(ctx, team, name, rule)
-	if errors.Is(err, ErrUnknownServer) {
+	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
@@ -179,22 +145,12 @@ func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyC
 const auditMCPPolicy = "mcp_policy"
 
 // policyWords is a rule as typed ("auto private").
-func policyWords(r PolicyRule) string {
-	var w []string
-	if r.Mode != "" {
-		w = append(w, r.Mode)
-	}
-	if r.Private != nil {
-		if *r.Private {
-			w = append(w, "private")
-		} else {
-			w = append(w, "public")
-		}
-	}
+func policyWords(r servers.Rule) string {
+	w := r.Words()
 	if r.Reset {
-		w = append(w, "(reset to ask: its definition changed)")
+		w = strings.TrimSpace(w + " (reset to ask: its definition changed)")
 	}
-	return strings.Join(w, " ")
+	return w
 }
 
 // modeWords says what a mode does, for people.
@@ -214,12 +170,12 @@ func policyModeWords(mode string) string {
 
 // describePolicy lists a server's rules (with rules true) and groups its
 // tools by what happens when the model calls them.
-func describePolicy(sp ServerPolicy, rules bool) string {
+func describePolicy(sp servers.PolicyReport, rules bool) string {
 	var s strings.Builder
 	if rules {
 		for _, set := range []struct {
 			who   string
-			rules []PolicyRule
+			rules []servers.Rule
 		}{{"operator's configuration", sp.Config}, {"set by admins", sp.Admin}} {
 			if len(set.rules) == 0 {
 				continue
@@ -241,9 +197,9 @@ func describePolicy(sp ServerPolicy, rules bool) string {
 }
 
 // policyToolsLine groups tools by mode: "auto: `a`, `b` · ask: `c`".
-func policyToolsLine(sp ServerPolicy) string {
+func policyToolsLine(sp servers.PolicyReport) string {
 	var parts []string
-	for _, mode := range policyModes {
+	for _, mode := range servers.Modes {
 		var names []string
 		for _, t := range sp.Tools {
 			if t.Mode != mode {
@@ -266,7 +222,7 @@ func policyToolsLine(sp ServerPolicy) string {
 			names = append(names, n)
 		}
 		if len(names) > 0 {
-			parts = append(parts, fmt.Sprintf("%s (%s): %s", mode, policyModeWords(mode), strings.Join(names, ", ")))
+			parts = append(parts, fmt.Sprintf("%s (%s): %s", mode, policyModeWords(string(mode)), strings.Join(names, ", ")))
 		}
 	}
 	if len(parts) == 0 {
@@ -277,7 +233,7 @@ func policyToolsLine(sp ServerPolicy) string {
 
 // fillPolicies sets ServerStatus.Policy of every server, when the MCP
 // manager knows policies (for /bobbin mcp list and the App Home).
-func (b *Bot) fillPolicies(ctx context.Context, team string, st []ServerStatus) {
+func (b *Bot) fillPolicies(ctx context.Context, team string, st []servers.Status) {
 	pa, ok := b.opts.MCP.(PolicyAdmin)
 	if !ok || len(st) == 0 {
 		return

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 func TestParsePolicyCommand(t *testing.T) {
@@ -14,14 +16,14 @@ func TestParsePolicyCommand(t *testing.T) {
 		want *policyCmd
 		err  string
 	}{
-		{in: "mcp policy crm", want: &policyCmd{Rule: PolicyRule{Tool: "*"}, Show: true}},
-		{in: "mcp policy crm auto", want: &policyCmd{Rule: PolicyRule{Tool: "*", Mode: "auto"}}},
-		{in: "mcp policy crm get_* auto-in-dm", want: &policyCmd{Rule: PolicyRule{Tool: "get_*", Mode: "auto-in-dm"}}},
-		{in: "mcp policy crm delete_* ADMIN", want: &policyCmd{Rule: PolicyRule{Tool: "delete_*", Mode: "admin"}}},
-		{in: "mcp policy crm lookup private", want: &policyCmd{Rule: PolicyRule{Tool: "lookup", Private: &yes}}},
-		{in: "mcp policy crm public", want: &policyCmd{Rule: PolicyRule{Tool: "*", Private: &no}}},
-		{in: "mcp policy crm drop deny private", want: &policyCmd{Rule: PolicyRule{Tool: "drop", Mode: "deny", Private: &yes}}},
-		{in: "mcp policy crm get_* clear", want: &policyCmd{Rule: PolicyRule{Tool: "get_*"}, Clear: true}},
+		{in: "mcp policy crm", want: &policyCmd{Rule: servers.Rule{Tool: "*"}, Show: true}},
+		{in: "mcp policy crm auto", want: &policyCmd{Rule: servers.Rule{Tool: "*", Mode: "auto"}}},
+		{in: "mcp policy crm get_* auto-in-dm", want: &policyCmd{Rule: servers.Rule{Tool: "get_*", Mode: "auto-in-dm"}}},
+		{in: "mcp policy crm delete_* ADMIN", want: &policyCmd{Rule: servers.Rule{Tool: "delete_*", Mode: "admin"}}},
+		{in: "mcp policy crm lookup private", want: &policyCmd{Rule: servers.Rule{Tool: "lookup", Private: &yes}}},
+		{in: "mcp policy crm public", want: &policyCmd{Rule: servers.Rule{Tool: "*", Private: &no}}},
+		{in: "mcp policy crm drop deny private", want: &policyCmd{Rule: servers.Rule{Tool: "drop", Mode: "deny", Private: &yes}}},
+		{in: "mcp policy crm get_* clear", want: &policyCmd{Rule: servers.Rule{Tool: "get_*"}, Clear: true}},
 		{in: "mcp policy", err: "Usage: `/bobbin mcp policy"},
 		{in: "mcp policy crm lookup", err: "Say the policy for `lookup`"},
 		{in: "mcp policy crm lookup sometimes", err: `"sometimes" is not a mode`},
@@ -47,11 +49,11 @@ func TestParsePolicyCommand(t *testing.T) {
 }
 
 func TestPolicyToolsLine(t *testing.T) {
-	sp := ServerPolicy{Server: "crm", Tools: []ToolPolicy{
-		{Tool: "find", Mode: "auto-in-dm", Source: "annotations"},
-		{Tool: "wipe", Mode: "ask", OnceOnly: true},
-		{Tool: "lookup", Mode: "ask", Private: true},
-		{Tool: "edit", Mode: "ask", Source: "definition changed"},
+	sp := servers.PolicyReport{Server: "crm", Tools: []servers.ToolPolicy{
+		{Tool: "find", Policy: servers.Policy{Mode: "auto-in-dm", Source: "annotations"}},
+		{Tool: "wipe", Policy: servers.Policy{Mode: "ask", OnceOnly: true}},
+		{Tool: "lookup", Policy: servers.Policy{Mode: "ask", Private: true}},
+		{Tool: "edit", Policy: servers.Policy{Mode: "ask", Source: "definition changed"}},
 	}}
 	want := "policy: auto-in-dm (runs without asking in DMs, asks in channels): `find` · ask (asks): `wipe` (every time), `lookup` (private), `edit` (definition changed)"
 	if got := policyToolsLine(sp); got != want {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/agent/profile"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -94,7 +95,7 @@ func (tp turnProfile) system(s string) string {
 
 // filter keeps the tools of the servers the profile names (tools of no
 // server stay): it narrows what the access policy offered, never widens.
-func (tp turnProfile) filter(tools []agent.Tool, notReady []NotReadyServer) ([]agent.Tool, []NotReadyServer) {
+func (tp turnProfile) filter(tools []agent.Tool, notReady []servers.NotReady) ([]agent.Tool, []servers.NotReady) {
 	if tp.p == nil || tp.p.Servers == nil {
 		return tools, notReady
 	}
@@ -105,9 +106,9 @@ func (tp turnProfile) filter(tools []agent.Tool, notReady []NotReadyServer) ([]a
 			out = append(out, t)
 		}
 	}
-	var nr []NotReadyServer
+	var nr []servers.NotReady
 	for _, s := range notReady {
-		if tp.p.Filter(s.Name) {
+		if tp.p.Filter(s.Server) {
 			nr = append(nr, s)
 		}
 	}

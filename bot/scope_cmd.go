@@ -2,13 +2,14 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -18,72 +19,11 @@ import (
 // replica's MCP manager picks it up with the registrations (within its
 // refresh, 10 s).
 
-// ServerScope is who may use a server's tools, and where. Empty lists mean
-// no restriction of that kind; a person must be listed in Users or be in
-// one of Usergroups when either is set, and the channel must be listed
-// when Channels is set. Guests and people of other organizations get the
-// tools only with Guests. DM (nil: true exactly when Channels is empty)
-// offers the server in direct messages. The JSON is a stored format (the
-// registration record): extend, never rename.
-type ServerScope struct {
-	Channels   []string `json:"channels,omitempty"`
-	Users      []string `json:"users,omitempty"`
-	Usergroups []string `json:"usergroups,omitempty"`
-	Guests     bool     `json:"guests,omitempty"`
-	DM         *bool    `json:"dm,omitempty"`
-}
-
-// IsZero reports whether the scope restricts nothing.
-func (s ServerScope) IsZero() bool {
-	return len(s.Channels) == 0 && len(s.Users) == 0 && len(s.Usergroups) == 0 && !s.Guests && s.DM == nil
-}
-
-func (s ServerScope) dmAllowed() bool {
-	if s.DM != nil {
-		return *s.DM
-	}
-	return len(s.Channels) == 0
-}
-
-// ScopeVerdict says whether a server's tools are offered to the person
-// asking where they ask (ServerStatus.Here); Reason is one of the
-// Scope* reasons when not.
-type ScopeVerdict struct {
-	OK     bool
-	Reason string
-	Person string
-}
-
-// Reasons of a ScopeVerdict (the same words as the mcp package's).
-const (
-	ScopeChannel    = "channel"
-	ScopeDM         = "dm"
-	ScopePerson     = "person"
-	ScopeGuest      = "guest"
-	ScopeExternal   = "external"
-	ScopeUnverified = "unverified"
-)
-
 // scopeStatus is what mcp list needs beyond MCPAdmin.Status: every
 // server's verdict for the person asking, in the channel they ask in.
 // cmd/bot's adapter has it; without it the list shows no verdicts.
 type scopeStatus interface {
-	StatusAt(ctx context.Context, a Access) []ServerStatus
-}
-
-// RegisteredScope decodes the scope of a registration made from Slack
-// (zero when none was set).
-func RegisteredScope(r session.Registration) (ServerScope, error) {
-	var rec struct {
-		Scope *ServerScope `json:"scope"`
-	}
-	if err := json.Unmarshal(r.Record, &rec); err != nil {
-		return ServerScope{}, fmt.Errorf("bot: registration %s: %w", r.Name, err)
-	}
-	if rec.Scope == nil {
-		return ServerScope{}, nil
-	}
-	return *rec.Scope, nil
+	StatusAt(ctx context.Context, a Access) []servers.Status
 }
 
 var (
@@ -99,10 +39,10 @@ const maxScopeEntries = 100
 // escaped mentions as they arrive in slash-command text (<#C…|name>,
 // <@U…|name>, <!subteam^S…|@handle>), bare ids, `guests`, `dm:off`,
 // `dm:on`; or `clear` alone.
-func parseScope(args []string) (sc ServerScope, clear bool, err error) {
+func parseScope(args []string) (sc access.Scope, clear bool, err error) {
 	args = joinMentions(args)
 	if len(args) == 1 && strings.EqualFold(args[0], "clear") {
-		return ServerScope{}, true, nil
+		return access.Scope{}, true, nil
 	}
 	add := func(list *[]string, id string) {
 		if !slices.Contains(*list, id) {
@@ -120,7 +60,7 @@ func parseScope(args []string) (sc ServerScope, clear bool, err error) {
 		}
 		switch {
 		case word == "clear":
-			return ServerScope{}, false, usageError("`clear` lifts the whole scope: use it alone.")
+			return access.Scope{}, false, usageError("`clear` lifts the whole scope: use it alone.")
 		case word == "guests":
 			sc.Guests = true
 		case word == "dm:off" || word == "dm:no" || word == "dm:false":
@@ -133,26 +73,26 @@ func parseScope(args []string) (sc ServerScope, clear bool, err error) {
 			ch := strings.TrimPrefix(id, "#")
 			switch {
 			case strings.HasPrefix(ch, "D"):
-				return ServerScope{}, false, usageError("Direct messages are not channels: use `dm:on` to offer the server in DMs.")
+				return access.Scope{}, false, usageError("Direct messages are not channels: use `dm:on` to offer the server in DMs.")
 			case scopeChannelRE.MatchString(ch):
 				add(&sc.Channels, ch)
 			default:
-				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell which channel %q is. Pick it from Slack's suggestions as you type `#`, so it arrives as a link, or give its id (C…, in the channel's details).", mrkdwn.Clip(a, 40)))
+				return access.Scope{}, false, usageError(fmt.Sprintf("I can't tell which channel %q is. Pick it from Slack's suggestions as you type `#`, so it arrives as a link, or give its id (C…, in the channel's details).", mrkdwn.Clip(a, 40)))
 			}
 		case strings.HasPrefix(id, "@"):
 			u := strings.TrimPrefix(id, "@")
 			if !scopeUserRE.MatchString(u) {
-				return ServerScope{}, false, usageError(fmt.Sprintf("I can't tell who %q is. Pick the person from Slack's suggestions as you type `@`, or give their member id (U…, in their profile).", mrkdwn.Clip(a, 40)))
+				return access.Scope{}, false, usageError(fmt.Sprintf("I can't tell who %q is. Pick the person from Slack's suggestions as you type `@`, or give their member id (U…, in their profile).", mrkdwn.Clip(a, 40)))
 			}
 			add(&sc.Users, u)
 		case strings.HasPrefix(id, "!subteam^"):
 			g := strings.TrimPrefix(id, "!subteam^")
 			if !scopeGroupRE.MatchString(g) {
-				return ServerScope{}, false, usageError(fmt.Sprintf("%q is not a user group.", mrkdwn.Clip(a, 40)))
+				return access.Scope{}, false, usageError(fmt.Sprintf("%q is not a user group.", mrkdwn.Clip(a, 40)))
 			}
 			add(&sc.Usergroups, g)
 		case strings.HasPrefix(id, "D") && scopeChannelRE.MatchString("C"+id[1:]):
-			return ServerScope{}, false, usageError("Direct messages are not channels: use `dm:on` to offer the server in DMs.")
+			return access.Scope{}, false, usageError("Direct messages are not channels: use `dm:on` to offer the server in DMs.")
 		case scopeChannelRE.MatchString(id):
 			add(&sc.Channels, id)
 		case scopeUserRE.MatchString(id):
@@ -160,14 +100,14 @@ func parseScope(args []string) (sc ServerScope, clear bool, err error) {
 		case scopeGroupRE.MatchString(id):
 			add(&sc.Usergroups, id)
 		default:
-			return ServerScope{}, false, usageError(fmt.Sprintf("I don't understand %q in a scope: use channels (#channel), people (@person), user groups (@group), `guests`, `dm:off`, `dm:on`, or `clear` alone.", mrkdwn.Clip(a, 40)))
+			return access.Scope{}, false, usageError(fmt.Sprintf("I don't understand %q in a scope: use channels (#channel), people (@person), user groups (@group), `guests`, `dm:off`, `dm:on`, or `clear` alone.", mrkdwn.Clip(a, 40)))
 		}
 	}
 	if len(sc.Channels)+len(sc.Users)+len(sc.Usergroups) > maxScopeEntries {
-		return ServerScope{}, false, usageError(fmt.Sprintf("At most %d channels, people and groups in one scope, please.", maxScopeEntries))
+		return access.Scope{}, false, usageError(fmt.Sprintf("At most %d channels, people and groups in one scope, please.", maxScopeEntries))
 	}
 	if sc.IsZero() {
-		return ServerScope{}, false, usageError("Say who may use the server and where, or `clear` to lift its scope.")
+		return access.Scope{}, false, usageError("Say who may use the server and where, or `clear` to lift its scope.")
 	}
 	return sc, false, nil
 }
@@ -195,7 +135,7 @@ func joinMentions(args []string) []string {
 
 // describeScope says in a line who may use a server, and where. Groups are
 // shown as ids, never as <!subteam^…> (that would notify them).
-func describeScope(s ServerScope) string {
+func describeScope(s access.Scope) string {
 	var where string
 	if len(s.Channels) == 0 {
 		where = "every channel"
@@ -206,7 +146,7 @@ func describeScope(s ServerScope) string {
 		}
 		where = "only in " + strings.Join(chans, ", ")
 	}
-	if s.dmAllowed() {
+	if s.DMAllowed() {
 		where += " and DMs"
 	} else {
 		where += ", not in DMs"
@@ -230,7 +170,7 @@ func describeScope(s ServerScope) string {
 }
 
 // describeVerdict says whether the tools are offered to the person asking.
-func describeVerdict(v *ScopeVerdict) string {
+func describeVerdict(v *access.Verdict) string {
 	if v == nil {
 		return ""
 	}
@@ -239,22 +179,22 @@ func describeVerdict(v *ScopeVerdict) string {
 	}
 	why := "you are not among its people or groups"
 	switch v.Reason {
-	case ScopeChannel:
+	case access.ScopeChannel:
 		why = "not offered in this channel"
-	case ScopeDM:
+	case access.ScopeDM:
 		why = "not offered in direct messages"
-	case ScopeGuest:
+	case access.ScopeGuest:
 		why = "not offered to guests"
-	case ScopeExternal:
+	case access.ScopeExternal:
 		why = "not offered to people of other organizations"
-	case ScopeUnverified:
+	case access.ScopeUnverified:
 		why = "I couldn't check your account"
 	}
 	return ":no_entry_sign: not available to you here (" + why + ")"
 }
 
 // scopeSummary is the audit's one-line form of a scope.
-func scopeSummary(s ServerScope) string {
+func scopeSummary(s access.Scope) string {
 	if s.IsZero() {
 		return "unrestricted"
 	}
@@ -279,9 +219,8 @@ func scopeSummary(s ServerScope) string {
 // mcpScope answers /bobbin mcp scope: it replaces (or, with clear, lifts)
 // the scope of a server registered from Slack. Servers of MCP_CONFIG are
 // the operator's.
-func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want ServerScope, clear bool) string {
-	cs := b.store
-	reg, err := cs.Registration(ctx, team, name)
+func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want access.Scope, clear bool) string {
+	err := b.opts.MCP.Registered(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
 		for _, st := range b.opts.MCP.Status(ctx, team) {
 			if st.Name == name && st.Source == "config" {
@@ -306,28 +245,24 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want Server
 			return fmt.Sprintf("I couldn't check the user group `%s` just now. Nothing changed; please try again in a moment.", mrkdwn.InlineCode(g))
 		}
 	}
-	// Keep every other field of the record as it is (other features
-	// store theirs there).
-	var rec map[string]json.RawMessage
-	if err := json.Unmarshal(reg.Record, &rec); err != nil || rec == nil {
+	// The manager keeps every other field of the record as it is.
+	var set *access.Scope
+	if clear {
+		want = access.Scope{}
+	} else {
+		set = &want
+	}
+	err = b.opts.MCP.SetScope(ctx, team, name, set)
+	switch {
+	case errors.Is(err, session.ErrNotFound): // removed meanwhile: not brought back
+		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
+	case errors.Is(err, servers.ErrBadRecord):
 		b.log.Warn("bot: a registration record does not decode", "team", team, "server", name, "err", err)
 		return "The server's registration is damaged; remove it and add it again. Nothing changed."
-	}
-	if clear {
-		want = ServerScope{}
-		delete(rec, "scope")
-	} else {
-		raw, _ := json.Marshal(want)
-		rec["scope"] = raw
-	}
-	reg.Record, _ = json.Marshal(rec)
-	if err := cs.PutRegistration(ctx, team, reg); errors.Is(err, session.ErrNotFound) { // removed meanwhile: not brought back
-		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
-	} else if err != nil {
+	case err != nil:
 		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't save the scope just now. Nothing changed; please try again in a moment."
 	}
-	b.opts.MCP.Invalidate(team)
 	b.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
 	if clear {
 		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it from its next turn.", mrkdwn.InlineCode(name), describeScope(want))

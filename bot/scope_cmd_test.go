@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -16,20 +16,20 @@ func TestParseScopeCommand(t *testing.T) {
 	f, tr := false, true
 	ok := []struct {
 		text  string
-		want  ServerScope
+		want  access.Scope
 		clear bool
 	}{
 		// As Slack sends them with escaping on.
 		{"mcp scope db <#C0ONCALL|oncall> <@U0ALICE|alice> <!subteam^S0TEAM|@oncall-team> guests dm:off",
-			ServerScope{Channels: []string{"C0ONCALL"}, Users: []string{"U0ALICE"}, Usergroups: []string{"S0TEAM"}, Guests: true, DM: &f}, false},
-		{"mcp scope db <#C1> <@U2> <!subteam^S3>", ServerScope{Channels: []string{"C1"}, Users: []string{"U2"}, Usergroups: []string{"S3"}}, false},
+			access.Scope{Channels: []string{"C0ONCALL"}, Users: []string{"U0ALICE"}, Usergroups: []string{"S0TEAM"}, Guests: true, DM: &f}, false},
+		{"mcp scope db <#C1> <@U2> <!subteam^S3>", access.Scope{Channels: []string{"C1"}, Users: []string{"U2"}, Usergroups: []string{"S3"}}, false},
 		// Bare ids, duplicates dropped, a private channel, a Grid user.
-		{"mcp scope db C1 C1 G2 U3 W4 S5 dm:on", ServerScope{Channels: []string{"C1", "G2"}, Users: []string{"U3", "W4"}, Usergroups: []string{"S5"}, DM: &tr}, false},
+		{"mcp scope db C1 C1 G2 U3 W4 S5 dm:on", access.Scope{Channels: []string{"C1", "G2"}, Users: []string{"U3", "W4"}, Usergroups: []string{"S5"}, DM: &tr}, false},
 		// A label with spaces, split by the tokenizer, is put back together.
-		{"mcp scope db <@U1|Alice Archer> <#C2|general>", ServerScope{Channels: []string{"C2"}, Users: []string{"U1"}}, false},
-		{"mcp scope db guests", ServerScope{Guests: true}, false},
-		{"mcp scope db clear", ServerScope{}, true},
-		{"MCP SCOPE db CLEAR", ServerScope{}, true},
+		{"mcp scope db <@U1|Alice Archer> <#C2|general>", access.Scope{Channels: []string{"C2"}, Users: []string{"U1"}}, false},
+		{"mcp scope db guests", access.Scope{Guests: true}, false},
+		{"mcp scope db clear", access.Scope{}, true},
+		{"MCP SCOPE db CLEAR", access.Scope{}, true},
 	}
 	for _, tc := range ok {
 		cmd, err := parseCommand(tc.text)
@@ -76,37 +76,21 @@ func TestParseScopeCommand(t *testing.T) {
 func TestDescribeScope(t *testing.T) {
 	f := false
 	cases := []struct {
-		s    ServerScope
+		s    access.Scope
 		want string
 	}{
-		{ServerScope{}, "every channel and DMs · every member · no guests or people of other organizations"},
-		{ServerScope{Channels: []string{"C1"}}, "only in <#C1>, not in DMs · every member · no guests or people of other organizations"},
-		{ServerScope{DM: &f, Guests: true}, "every channel, not in DMs · every member · guests and people of other organizations too"},
-		{ServerScope{Users: []string{"U1"}, Usergroups: []string{"S1"}}, "every channel and DMs · only <@U1>, members of `S1` · no guests or people of other organizations"},
+		{access.Scope{}, "every channel and DMs · every member · no guests or people of other organizations"},
+		{access.Scope{Channels: []string{"C1"}}, "only in <#C1>, not in DMs · every member · no guests or people of other organizations"},
+		{access.Scope{DM: &f, Guests: true}, "every channel, not in DMs · every member · guests and people of other organizations too"},
+		{access.Scope{Users: []string{"U1"}, Usergroups: []string{"S1"}}, "every channel and DMs · only <@U1>, members of `S1` · no guests or people of other organizations"},
 	}
 	for _, tc := range cases {
 		if got := describeScope(tc.s); got != tc.want {
 			t.Errorf("describeScope(%+v) = %q, want %q", tc.s, got, tc.want)
 		}
 	}
-	if got := scopeSummary(ServerScope{Channels: []string{"C1", "C2"}, Usergroups: []string{"S1"}, Guests: true, DM: &f}); got != "channels=C1,C2 usergroups=S1 guests dm=false" {
+	if got := scopeSummary(access.Scope{Channels: []string{"C1", "C2"}, Usergroups: []string{"S1"}, Guests: true, DM: &f}); got != "channels=C1,C2 usergroups=S1 guests dm=false" {
 		t.Errorf("scopeSummary = %q", got)
-	}
-}
-
-func TestRegisteredScope(t *testing.T) {
-	dm := true
-	want := ServerScope{Channels: []string{"C1"}, Usergroups: []string{"S1"}, DM: &dm}
-	raw, _ := json.Marshal(map[string]any{"v": 1, "url": "https://x.example/mcp", "auth": "user", "scope": want})
-	got, err := RegisteredScope(session.Registration{Name: "x", Record: raw})
-	if err != nil || !cmp.Equal(got, want) {
-		t.Errorf("RegisteredScope = %+v, %v", got, err)
-	}
-	if got, err := RegisteredScope(session.Registration{Name: "x", Record: json.RawMessage(`{"v":1,"url":"https://x.example/mcp"}`)}); err != nil || !got.IsZero() {
-		t.Errorf("no scope: %+v, %v", got, err)
-	}
-	if _, err := RegisteredScope(session.Registration{Name: "x", Record: json.RawMessage(`{"scope":{"channels":"C1"}}`)}); err == nil {
-		t.Error("a malformed scope decoded")
 	}
 }
 

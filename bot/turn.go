@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
@@ -228,7 +229,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	tp := b.profileFor(ctx, k) // profile.go
 
 	var tools []agent.Tool
-	var notReady []NotReadyServer // notready.go
+	var notReady []servers.NotReady // notready.go
 	if b.opts.Tools != nil {
 		// Scoped to the place and the people the turn answers, never to
 		// whoever clicks its buttons later (access.go).

@@ -285,7 +285,7 @@ func (s *ServerConfig) validate(path, where string) []error {
 	if s.StartupTimeout > 0 && len(s.Command) == 0 {
 		bad("startup_timeout", "startup_timeout applies to command servers only")
 	}
-	s.Scope.validate(bad)
+	s.Scope.Validate(bad)
 	for _, p := range s.Policy.Problems {
 		bad("policy", "%s", p)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // Protocol revisions and transports as reported by Status.
@@ -137,7 +139,7 @@ func boundedConnectHold(ctx context.Context, client *mcp.Client, t mcp.Transport
 	// The session outlives this request: it must not carry the requester
 	// (or call clock) of whoever happened to cause the connect, or a later
 	// server request on the connection could be attributed to them.
-	life, cancel := context.WithCancel(detached{context.WithoutCancel(ctx)})
+	life, cancel := context.WithCancel(detached{access.WithCaller(context.WithoutCancel(ctx), access.Caller{})})
 	var (
 		mu                      sync.Mutex
 		timedOut, held, stopped bool
@@ -339,13 +341,14 @@ func dialHTTP(ctx context.Context, p *dialParams) (*conn, error) {
 	return nil, err
 }
 
-// detached hides the per-call values of a context (requester, call clock)
-// from what is derived from it.
+// detached hides the per-call values of a context (the caller, masked
+// with the zero Caller where it is built; the call clock) from what is
+// derived from it.
 type detached struct{ context.Context }
 
 func (d detached) Value(key any) any {
 	switch key.(type) {
-	case requesterKey, clockKey:
+	case clockKey:
 		return nil
 	}
 	return d.Context.Value(key)

@@ -11,7 +11,7 @@
 // cmd/bot satisfies with the session store, and a person is asked to
 // connect through the ConnectPrompter seam. Servers may ask the person
 // behind a call for input (elicitation, elicit*.go) through the Elicitor
-// seam; WithRequester tells a call who asked.
+// seam; access.WithCaller tells a call who asked.
 //
 // Trust boundaries: servers from the operator's file are trusted to point
 // anywhere (a sidecar on localhost is common) and may use ${VARS} of the

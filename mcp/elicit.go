@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // Elicitation (issue 14): a server asks the person behind a tool call for
@@ -37,8 +39,8 @@ const (
 // Elicitation is one question from a server to the person who asked for a
 // tool call.
 type Elicitation struct {
-	Requester Requester
-	Server    string
+	Caller access.Caller
+	Server string
 	// Mode is ElicitForm or ElicitURL.
 	Mode    string
 	Message string
@@ -77,14 +79,14 @@ type callSet struct {
 }
 
 type callInfo struct {
-	requester Requester
+	requester access.Caller
 	known     bool
 	done      <-chan struct{}
 	clock     *callClock
 }
 
 func (s *callSet) add(ctx context.Context) func() {
-	r, ok := RequesterFrom(ctx)
+	r, ok := access.CallerFrom(ctx)
 	clock, _ := ctx.Value(clockKey{}).(*callClock)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,14 +107,14 @@ func (s *callSet) add(ctx context.Context) func() {
 // calls' clocks and done channels with it); ok is false when there is no
 // call, or calls of several people, or a call without a requester — then
 // nobody is asked (a question must never reach the wrong person).
-func (s *callSet) attribute() (Requester, []callInfo, bool) {
+func (s *callSet) attribute() (access.Caller, []callInfo, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var who Requester
+	var who access.Caller
 	var infos []callInfo
 	for _, ci := range s.m {
 		if !ci.known || (len(infos) > 0 && ci.requester.User != who.User) {
-			return Requester{}, nil, false
+			return access.Caller{}, nil, false
 		}
 		who = ci.requester
 		infos = append(infos, ci)
@@ -155,8 +157,8 @@ func (mt *mount) elicitHandler() func(context.Context, *mcp.ElicitRequest) (*mcp
 		// Who asked: the call's context (multi-round-trip results are
 		// answered inside CallTool), else the connection's calls in flight.
 		ectx := ctx
-		if r, ok := RequesterFrom(ctx); ok {
-			q.Requester = r
+		if r, ok := access.CallerFrom(ctx); ok {
+			q.Caller = r
 			defer pauseClock(ctx)()
 		} else {
 			c := mt.connFor(req.Session)
@@ -169,7 +171,7 @@ func (mt *mount) elicitHandler() func(context.Context, *mcp.ElicitRequest) (*mcp
 					"team", mt.team, "server", mt.cfg.Name)
 				return &mcp.ElicitResult{Action: ActionCancel}, nil
 			}
-			q.Requester = r
+			q.Caller = r
 			var cancel context.CancelFunc
 			ectx, cancel = context.WithCancel(ctx)
 			defer cancel()
@@ -260,7 +262,7 @@ func urlElicitations(err error) ([]*mcp.ElicitParams, bool) {
 // true means all were accepted and the call may be sent again.
 func (mt *mount) answerURLRequired(ctx context.Context, els []*mcp.ElicitParams) (bool, error) {
 	el := mt.m.opts.Elicitor
-	r, ok := RequesterFrom(ctx)
+	r, ok := access.CallerFrom(ctx)
 	if el == nil || !ok {
 		return false, nil
 	}
@@ -270,7 +272,7 @@ func (mt *mount) answerURLRequired(ctx context.Context, els []*mcp.ElicitParams)
 			return false, fmt.Errorf("%s asked to open an invalid URL", mt.cfg.Name)
 		}
 		ectx, cancel := context.WithTimeout(ctx, ElicitTimeout)
-		ans, err := el.Elicit(ectx, Elicitation{Requester: r, Server: mt.cfg.Name, Mode: ElicitURL,
+		ans, err := el.Elicit(ectx, Elicitation{Caller: r, Server: mt.cfg.Name, Mode: ElicitURL,
 			Message: p.Message, URL: p.URL, ElicitationID: p.ElicitationID})
 		cancel()
 		if err != nil || ans.Action != ActionAccept {

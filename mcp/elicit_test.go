@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // everyKind is a form with every field kind the spec allows (SEP-1330
@@ -197,7 +199,7 @@ func TestElicitationLegacyFormAndURL(t *testing.T) {
 		}
 	}
 	q := el.questions()[0]
-	if q.Requester != (Requester{"T1", "UALICE", "C1", "1700000000.000100"}) || q.Server != "asker" || q.Mode != ElicitForm ||
+	if q.Caller != (access.Caller{Team: "T1", User: "UALICE", Channel: "C1", Thread: "1700000000.000100"}) || q.Server != "asker" || q.Mode != ElicitForm ||
 		q.Message != "Tell me about you" || q.Schema == nil || len(q.Schema.Fields) != 10 || !q.Schema.AsksForSecret {
 		t.Fatalf("question %+v", q)
 	}
@@ -340,8 +342,8 @@ func TestElicitationInputRequiredParallelCallsIsolated(t *testing.T) {
 	wg.Wait()
 	for _, q := range el.questions() {
 		wantUser := map[string]string{"Really delete apples?": "UALICE", "Really delete pears?": "UBOB"}[q.Message]
-		if q.Requester.User != wantUser || q.Server != "modern" || q.Mode != ElicitForm {
-			t.Errorf("question %q went to %s (want %s)", q.Message, q.Requester.User, wantUser)
+		if q.Caller.User != wantUser || q.Server != "modern" || q.Mode != ElicitForm {
+			t.Errorf("question %q went to %s (want %s)", q.Message, q.Caller.User, wantUser)
 		}
 	}
 	if out, err := toolByName(t, tools, "modern__stateless_ask").Call(reqCtx(t, "UALICE"), nil); err != nil || out != "hello Ada" {
@@ -414,8 +416,8 @@ func TestElicitationLegacySharedConnectionNeverAsksTheWrongPerson(t *testing.T) 
 		}
 	}
 	for _, q := range el.questions() {
-		if q.Message != "question for "+q.Requester.User {
-			t.Errorf("%q was shown to %s", q.Message, q.Requester.User)
+		if q.Message != "question for "+q.Caller.User {
+			t.Errorf("%q was shown to %s", q.Message, q.Caller.User)
 		}
 	}
 	if cancels == 0 {

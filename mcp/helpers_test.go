@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,33 +17,102 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/internal/testlog"
 )
 
 // syncBuffer is a log sink safe for concurrent writers.
 type syncBuffer = testlog.Buffer
 
-// fakeRegs is an in-memory RegistrationStore.
+// fakeRegs is an in-memory RegistrationStore: set stores registrations
+// in their record form, as the session store keeps them.
 type fakeRegs struct {
 	mu    sync.Mutex
-	regs  map[string][]Registered
+	regs  map[string][]StoredRegistration
 	calls int
 }
 
-func (f *fakeRegs) Registrations(_ context.Context, team string) ([]Registered, error) {
+func (f *fakeRegs) Registrations(_ context.Context, team string) ([]StoredRegistration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	return slices.Clone(f.regs[team]), nil
 }
 
+func (f *fakeRegs) Registration(_ context.Context, team, name string) (StoredRegistration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.regs[team] {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return StoredRegistration{}, errFakeNotFound
+}
+
+func (f *fakeRegs) AddRegistration(_ context.Context, team string, r StoredRegistration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, cur := range f.regs[team] {
+		if cur.Name == r.Name {
+			return errFakeExists
+		}
+	}
+	if f.regs == nil {
+		f.regs = map[string][]StoredRegistration{}
+	}
+	f.regs[team] = append(f.regs[team], r)
+	return nil
+}
+
+func (f *fakeRegs) UpdateRegistration(_ context.Context, team, name string, update func(json.RawMessage) (json.RawMessage, error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, r := range f.regs[team] {
+		if r.Name == name {
+			rec, err := update(r.Record)
+			if err != nil {
+				return err
+			}
+			f.regs[team][i].Record = rec
+			return nil
+		}
+	}
+	return errFakeNotFound
+}
+
+func (f *fakeRegs) DeleteRegistration(_ context.Context, team, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, r := range f.regs[team] {
+		if r.Name == name {
+			f.regs[team] = slices.Delete(f.regs[team], i, i+1)
+			return nil
+		}
+	}
+	return errFakeNotFound
+}
+
+var (
+	errFakeNotFound = errors.New("fake: not found")
+	errFakeExists   = errors.New("fake: exists")
+)
+
 func (f *fakeRegs) set(team string, regs ...Registered) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.regs == nil {
-		f.regs = map[string][]Registered{}
+		f.regs = map[string][]StoredRegistration{}
 	}
-	f.regs[team] = regs
+	rows := make([]StoredRegistration, len(regs))
+	for i, r := range regs {
+		s, err := EncodeRegistration(r)
+		if err != nil {
+			panic(err)
+		}
+		rows[i] = s
+	}
+	f.regs[team] = rows
 }
 
 // testEnv is the bot's pretend environment: PATH and HOME for the children,
@@ -123,7 +193,7 @@ func toolNames(tools []agent.Tool) []string {
 	return out
 }
 
-func statusOf(t testing.TB, m *Manager, team, server string) ServerStatus {
+func statusOf(t testing.TB, m *Manager, team, server string) servers.Status {
 	t.Helper()
 	for _, s := range m.Status(context.Background(), team) {
 		if s.Name == server {
@@ -131,7 +201,7 @@ func statusOf(t testing.TB, m *Manager, team, server string) ServerStatus {
 		}
 	}
 	t.Fatalf("no status for %s/%s", team, server)
-	return ServerStatus{}
+	return servers.Status{}
 }
 
 func call(t testing.TB, tl agent.Tool, args string) (string, error) {

@@ -15,15 +15,11 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// RegistrationStore lists the servers a workspace's admins registered at run
-// time. Headers arrive decrypted; they are never logged.
-type RegistrationStore interface {
-	Registrations(ctx context.Context, team string) ([]Registered, error)
-}
 
 // VersionSource reports a workspace's change counter: it moves whenever a
 // change other replicas must see is stored (a registration added, removed
@@ -31,21 +27,6 @@ type RegistrationStore interface {
 // or profile changed). The session store implements it.
 type VersionSource interface {
 	WorkspaceVersion(ctx context.Context, team string) (int64, error)
-}
-
-// Registered is one run-time registration (HTTP servers only).
-type Registered struct {
-	Name    string
-	URL     string
-	Headers map[string]string
-	// Auth is AuthNone (or ""), AuthWorkspace or AuthUser.
-	Auth string
-	// CreatedBy is the admin who registered it: a user server's tools are
-	// listed through their connection.
-	CreatedBy string
-	// Scope is who may use the server's tools, and where (/bobbin mcp
-	// scope); the zero value restricts nothing.
-	Scope Scope
 }
 
 // Options configures a Manager. Zero values mean the defaults in brackets.
@@ -109,38 +90,6 @@ const (
 	// starting, perhaps downloading itself).
 	StateStarting = "starting"
 )
-
-// ServerStatus is one line of /bobbin mcp list.
-type ServerStatus struct {
-	Name string
-	// Source is "config" or "registered".
-	Source string
-	// URL is the endpoint of HTTP servers, without userinfo or query
-	// (RedactURL); "" for stdio.
-	URL string
-	// Transport is "stdio", "streamable" or "sse".
-	Transport string
-	// Era is the negotiated protocol version, "" before the first connect.
-	Era     string
-	State   string
-	Error   string
-	Tools   int
-	Trusted bool
-	// Disabled lists tools disabled until an admin approves the server.
-	Disabled []string
-	// Flagged lists tools the poisoning scanner flagged.
-	Flagged  []string
-	Restarts int
-	// Auth is AuthWorkspace or AuthUser for OAuth servers, "" otherwise;
-	// OAuth is then the connection of the workspace or of the person
-	// asking (StatusFor).
-	Auth  string
-	OAuth *OAuthStatus
-	// Scope is who may use the server's tools, and where; Here, from
-	// StatusAt only, is whether they are offered to the Access asked about.
-	Scope Scope
-	Here  *Verdict
-}
 
 // Manager owns every workspace's MCP mounts. It is safe for concurrent use.
 type Manager struct {
@@ -371,7 +320,7 @@ func (m *Manager) registrations(ctx context.Context, team string) []Registered {
 		defer m.mu.Unlock()
 		return m.workspace(team).regs
 	}
-	regs, err := m.opts.Store.Registrations(ctx, team)
+	regs, err := m.loadRegistrations(ctx, team)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ws = m.workspace(team)
@@ -504,25 +453,25 @@ func exposeAll(mts []*mount) []exposure {
 
 // Status reports every server mounted in the workspace, connecting lazily
 // first so the answer is current; OAuth connection states are those of the
-// requester in ctx (WithRequester), if any.
-func (m *Manager) Status(ctx context.Context, team string) []ServerStatus {
-	r, _ := RequesterFrom(ctx)
+// requester in ctx (access.WithCaller), if any.
+func (m *Manager) Status(ctx context.Context, team string) []servers.Status {
+	r, _ := access.CallerFrom(ctx)
 	return m.StatusFor(ctx, team, r.User)
 }
 
 // StatusFor is Status with the OAuth connection states of user (for
 // user-mode servers; workspace-mode servers report the workspace's).
-func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStatus {
+func (m *Manager) StatusFor(ctx context.Context, team, user string) []servers.Status {
 	mts, err := m.mounts(ctx, team)
 	if err != nil {
 		return nil
 	}
 	m.refresh(ctx, team, mts)
-	out := make([]ServerStatus, 0, len(mts))
+	out := make([]servers.Status, 0, len(mts))
 	for _, mt := range mts {
 		mt.mu.Lock()
-		st := ServerStatus{Name: mt.cfg.Name, Source: mt.source, URL: RedactURL(mt.cfg.URL), Transport: mt.transport,
-			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools), Scope: mt.scope.clone()}
+		st := servers.Status{Name: mt.cfg.Name, Source: mt.source, URL: RedactURL(mt.cfg.URL), Transport: mt.transport,
+			Era: mt.era, Trusted: mt.cfg.Trusted, Restarts: mt.restarts, Tools: len(mt.tools), Scope: mt.scope.Clone()}
 		switch {
 		case mt.conn != nil:
 			st.State = StateConnected
@@ -564,10 +513,6 @@ func (m *Manager) StatusFor(ctx context.Context, team, user string) []ServerStat
 	return out
 }
 
-// ErrUnknownServer is returned for a server name not mounted in the
-// workspace.
-var ErrUnknownServer = errors.New("mcp: no such server in this workspace")
-
 func (m *Manager) findMount(ctx context.Context, team, server string) ([]*mount, *mount, error) {
 	mts, err := m.mounts(ctx, team)
 	if err != nil {
@@ -578,12 +523,12 @@ func (m *Manager) findMount(ctx context.Context, team, server string) ([]*mount,
 			return mts, mt, nil
 		}
 	}
-	return nil, nil, fmt.Errorf("%w: %s", ErrUnknownServer, server)
+	return nil, nil, fmt.Errorf("%w: %s", servers.ErrUnknownServer, server)
 }
 
 // ServerTools lists one server's tools with hints, pin verdicts and scanner
 // flags, including disabled tools.
-func (m *Manager) ServerTools(ctx context.Context, team, server string) ([]ToolInfo, error) {
+func (m *Manager) ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
 	mts, mt, err := m.findMount(ctx, team, server)
 	if err != nil {
 		return nil, err
@@ -594,13 +539,13 @@ func (m *Manager) ServerTools(ctx context.Context, team, server string) ([]ToolI
 	return infosFor(mts, mt), nil
 }
 
-func infosFor(mts []*mount, mt *mount) []ToolInfo {
-	var out []ToolInfo
+func infosFor(mts []*mount, mt *mount) []servers.ToolInfo {
+	var out []servers.ToolInfo
 	for _, e := range exposeAll(mts) {
 		if e.mt != mt {
 			continue
 		}
-		info := ToolInfo{Name: e.tool.Name, Exposed: e.exposed, Title: e.hints.Title,
+		info := servers.ToolInfo{Name: e.tool.Name, Exposed: e.exposed, Title: e.hints.Title,
 			Description: e.tool.Description, InputSchema: inputSchema(e.tool), Hints: e.hints}
 		if e.state != nil {
 			info.Hash, info.Flags = e.state.hash, e.state.flags
@@ -613,7 +558,7 @@ func infosFor(mts []*mount, mt *mount) []ToolInfo {
 
 // Approve re-lists the server, pins every current definition and re-enables
 // tools that were disabled by a change. Only admins may reach it.
-func (m *Manager) Approve(ctx context.Context, team, server string) ([]ToolInfo, error) {
+func (m *Manager) Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error) {
 	mts, mt, err := m.findMount(ctx, team, server)
 	if err != nil {
 		return nil, err
@@ -644,7 +589,7 @@ func (m *Manager) Approve(ctx context.Context, team, server string) ([]ToolInfo,
 // Probe connects to a URL an admin wants to register (SSRF-checked, like a
 // registered server) and lists its tools with scanner flags, without
 // keeping anything.
-func (m *Manager) Probe(ctx context.Context, name, url string, headers map[string]string) ([]ToolInfo, error) {
+func (m *Manager) Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error) {
 	if !serverNameRE.MatchString(name) {
 		return nil, fmt.Errorf("mcp: server name must match [a-zA-Z0-9_-]{1,32}")
 	}
@@ -679,10 +624,10 @@ func (m *Manager) Probe(ctx context.Context, name, url string, headers map[strin
 	for i, t := range tools {
 		names[i] = t.Name
 	}
-	out := make([]ToolInfo, 0, len(tools))
+	out := make([]servers.ToolInfo, 0, len(tools))
 	for _, t := range tools {
 		others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == t.Name })
-		out = append(out, ToolInfo{Name: t.Name, Title: t.Title, Description: t.Description,
+		out = append(out, servers.ToolInfo{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: inputSchema(t), Hints: hintsFor(cfg, t), Flags: scanTool(t, others), Hash: toolHash(t)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -22,6 +22,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 func TestModernStdioServer(t *testing.T) {
@@ -392,7 +394,7 @@ func TestWorkspaceIsolation(t *testing.T) {
 	if diff := cmp.Diff(wantB, names("TB")); diff != "" {
 		t.Errorf("TB tools (-want +got):\n%s", diff)
 	}
-	if _, err := m.ServerTools(ctx, "TB", "regA"); !errors.Is(err, ErrUnknownServer) {
+	if _, err := m.ServerTools(ctx, "TB", "regA"); !errors.Is(err, servers.ErrUnknownServer) {
 		t.Errorf("TB sees regA: %v", err)
 	}
 	// A registration removed on another replica disappears after Invalidate

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // maxToolsPerServer bounds what one server may offer.
@@ -78,14 +81,14 @@ type mount struct {
 }
 
 func newMount(m *Manager, team string, cfg ServerConfig, source, key string) *mount {
-	scope := cfg.Scope.clone()
+	scope := cfg.Scope.Clone()
 	cfg.Scope = Scope{}
 	return &mount{m: m, team: team, cfg: cfg, source: source, key: key, scope: scope,
 		dialSem: make(chan struct{}, 1), stale: true, closing: make(chan struct{})}
 }
 
 func (mt *mount) setScope(s Scope) {
-	s = s.clone()
+	s = s.Clone()
 	mt.mu.Lock()
 	mt.scope = s
 	mt.mu.Unlock()
@@ -94,7 +97,7 @@ func (mt *mount) setScope(s Scope) {
 func (mt *mount) scopeNow() Scope {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
-	return mt.scope.clone()
+	return mt.scope.Clone()
 }
 
 func (mt *mount) lock(ctx context.Context) error {
@@ -444,7 +447,7 @@ func (mt *mount) isDisabled(tool string) bool {
 // back-off) when the server went away.
 func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	if mt.isOAuth() && mt.authMode() == AuthUser && mt.parent == nil {
-		r, ok := RequesterFrom(ctx)
+		r, ok := access.CallerFrom(ctx)
 		if !ok {
 			return nil, errNoRequester
 		}
@@ -530,7 +533,7 @@ func (mt *mount) oauthListGate(ctx context.Context) error {
 		return err
 	}
 	if !ok {
-		err := fmt.Errorf("%w: %s (%s)", ErrNotConnected, mt.cfg.Name, reason)
+		err := fmt.Errorf("%w: %s (%s)", servers.ErrNotConnected, mt.cfg.Name, reason)
 		mt.mu.Lock()
 		mt.lastErr = err
 		mt.mu.Unlock()

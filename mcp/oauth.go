@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // OAuth for HTTP MCP servers (issue 13), on go-sdk's oauthex pieces and
@@ -99,8 +102,8 @@ type ConnectWaker interface {
 // ConnectPrompt asks one person to connect an account (or, for a
 // workspace server, an admin to connect the workspace).
 type ConnectPrompt struct {
-	Requester Requester
-	Server    string
+	Caller access.Caller
+	Server string
 	// Mode is AuthUser or AuthWorkspace.
 	Mode string
 	// URL is the authorization server's authorization endpoint with state,
@@ -188,33 +191,8 @@ const (
 	ClientMetadataPath = "/oauth/client-metadata.json"
 )
 
-// Requester is who asked for a tool call: OAuth user mode acts as User, and
-// elicitation questions go to them in Channel/Thread.
-type Requester struct {
-	Team, User, Channel, Thread string
-}
-
-type requesterKey struct{}
-
-// WithRequester returns ctx carrying who asked. The bot sets it on the
-// context of a turn (cmd/bot hands it this function, so the bot does not
-// import mcp); tool calls read it.
-func WithRequester(ctx context.Context, team, user, channel, thread string) context.Context {
-	return context.WithValue(ctx, requesterKey{}, Requester{Team: team, User: user, Channel: channel, Thread: thread})
-}
-
-// RequesterFrom returns the requester set by WithRequester.
-func RequesterFrom(ctx context.Context) (Requester, bool) {
-	r, ok := ctx.Value(requesterKey{}).(Requester)
-	return r, ok && r.User != ""
-}
-
 // Errors callers branch on.
 var (
-	// ErrOAuthUnavailable: OAuth is not configured (no PUBLIC_URL).
-	ErrOAuthUnavailable = errors.New("mcp: this server needs OAuth, and OAuth needs PUBLIC_URL (the bot's externally reachable base URL) to be set")
-	// ErrNotConnected: no usable connection for the workspace or person.
-	ErrNotConnected = errors.New("mcp: not connected")
 	// ErrBadState: the callback's state is unknown, used, expired or for
 	// another workspace.
 	ErrBadState = errors.New("mcp: this authorization link has expired or was already used; start Connect again")
@@ -235,7 +213,7 @@ func (e *NeedsConnectError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Server, e.Reason)
 }
 
-func (e *NeedsConnectError) Is(target error) bool { return target == ErrNotConnected }
+func (e *NeedsConnectError) Is(target error) bool { return target == servers.ErrNotConnected }
 
 // connKey names one connection.
 type connKey struct{ team, server, principal string }

@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"net/http"
 	"time"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // CallbackHandler serves GET /oauth/callback (the OAuth redirect URI) and
@@ -35,7 +37,7 @@ func (m *Manager) CallbackHandler(onDone func(ctx context.Context, res CallbackR
 			page.OK = true
 		case errors.Is(err, ErrBadState):
 			status, page.Error = http.StatusBadRequest, ErrBadState.Error()
-		case errors.Is(err, ErrOAuthUnavailable):
+		case errors.Is(err, servers.ErrOAuthUnavailable):
 			status, page.Error = http.StatusNotFound, "OAuth is not configured on this bot."
 		case errors.As(err, &ce):
 			status, page.Error = http.StatusBadRequest, ce.Msg

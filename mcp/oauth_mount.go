@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // authMode is the server's normalised auth mode.
@@ -68,12 +71,12 @@ func (mt *mount) listPrincipal(ctx context.Context) (string, error) {
 			return rec.ListAs, nil
 		}
 	}
-	if r, ok := RequesterFrom(ctx); ok {
+	if r, ok := access.CallerFrom(ctx); ok {
 		if rec, _ := mt.m.oauth.load(ctx, connKey{mt.team, mt.cfg.Name, r.User}); rec != nil && !rec.NeedsReconnect {
 			return r.User, nil
 		}
 	}
-	return "", fmt.Errorf("%w: nobody has connected %s yet", ErrNotConnected, mt.cfg.Name)
+	return "", fmt.Errorf("%w: nobody has connected %s yet", servers.ErrNotConnected, mt.cfg.Name)
 }
 
 // handlerFor returns the OAuth handler of the mount's connection, made
@@ -144,9 +147,9 @@ func (mt *mount) connectAndWait(ctx context.Context, principal, reason string, w
 	if err := o.ready(); err != nil {
 		return err
 	}
-	r, ok := RequesterFrom(ctx)
+	r, ok := access.CallerFrom(ctx)
 	if !ok || o.opts.Prompter == nil {
-		return fmt.Errorf("%w: %s (%s): connect it with `/bobbin mcp connect %s`", ErrNotConnected, mt.cfg.Name, reason, mt.cfg.Name)
+		return fmt.Errorf("%w: %s (%s): connect it with `/bobbin mcp connect %s`", servers.ErrNotConnected, mt.cfg.Name, reason, mt.cfg.Name)
 	}
 	key := connKey{mt.team, mt.cfg.Name, principal}
 	o.mu.Lock()
@@ -174,7 +177,7 @@ func (mt *mount) connectAndWait(ctx context.Context, principal, reason string, w
 	return f.err
 }
 
-func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, reason string, wwwAuth []string) error {
+func (mt *mount) promptAndWait(ctx context.Context, key connKey, r access.Caller, reason string, wwwAuth []string) error {
 	o := mt.m.oauth
 	sa, err := mt.serverAuth()
 	if err != nil {
@@ -207,7 +210,7 @@ func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, re
 				if err != nil {
 					return err
 				}
-				if err := o.opts.Prompter.PromptConnect(wctx, ConnectPrompt{Requester: r, Server: mt.cfg.Name, Mode: mt.authMode(),
+				if err := o.opts.Prompter.PromptConnect(wctx, ConnectPrompt{Caller: r, Server: mt.cfg.Name, Mode: mt.authMode(),
 					URL: link, Reason: reason, Expires: expires}); err != nil {
 					return fmt.Errorf("%s: %w", mt.cfg.Name, err)
 				}
@@ -236,7 +239,7 @@ func (mt *mount) promptAndWait(ctx context.Context, key connKey, r Requester, re
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("%w: %s: nobody completed Connect within %s", ErrNotConnected, mt.cfg.Name, o.opts.ConnectTimeout)
+			return fmt.Errorf("%w: %s: nobody completed Connect within %s", servers.ErrNotConnected, mt.cfg.Name, o.opts.ConnectTimeout)
 		}
 	}
 }
@@ -276,36 +279,21 @@ func (m *Manager) connected(key connKey) {
 	}
 }
 
-// OAuthStatus says whether an OAuth server needs anything from a person.
-type OAuthStatus struct {
-	// Mode is AuthWorkspace or AuthUser.
-	Mode string
-	// Connected is the state of the workspace's connection (workspace
-	// mode) or of the asking person's (user mode).
-	Connected bool
-	// Reason is "not connected", "reconnect needed", … when not connected.
-	Reason string
-	// ConnectedBy is who made the connection; Scopes what was granted.
-	ConnectedBy string
-	Scopes      []string
-	ConnectedAt time.Time
-}
-
 // ConnectionState reports an OAuth server's connection for user (the
 // workspace's in workspace mode). ok is false for servers without OAuth.
-func (m *Manager) ConnectionState(ctx context.Context, team, server, user string) (st OAuthStatus, ok bool, err error) {
+func (m *Manager) ConnectionState(ctx context.Context, team, server, user string) (st servers.OAuth, ok bool, err error) {
 	_, mt, err := m.findMount(ctx, team, server)
 	if err != nil {
-		return OAuthStatus{}, false, err
+		return servers.OAuth{}, false, err
 	}
 	if !mt.isOAuth() {
-		return OAuthStatus{}, false, nil
+		return servers.OAuth{}, false, nil
 	}
 	return m.oauthStatus(ctx, mt, user), true, nil
 }
 
-func (m *Manager) oauthStatus(ctx context.Context, mt *mount, user string) OAuthStatus {
-	st := OAuthStatus{Mode: mt.authMode()}
+func (m *Manager) oauthStatus(ctx context.Context, mt *mount, user string) servers.OAuth {
+	st := servers.OAuth{Mode: mt.authMode()}
 	principal := mt.principalFor(user)
 	if st.Mode == AuthUser && user == "" {
 		st.Reason = "per-user"
@@ -365,7 +353,7 @@ func (m *Manager) Disconnect(ctx context.Context, team, server, user string) err
 		return fmt.Errorf("mcp: %s: %w", server, err)
 	}
 	if rec == nil {
-		return fmt.Errorf("%w: %s", ErrNotConnected, server)
+		return fmt.Errorf("%w: %s", servers.ErrNotConnected, server)
 	}
 	sa, _ := mt.serverAuth()
 	revoked := m.oauth.revoke(ctx, sa, rec)
@@ -404,10 +392,6 @@ func (m *Manager) Disconnect(ctx context.Context, team, server, user string) err
 // errNoRequester is returned by a user-mode call without a requester.
 var errNoRequester = errors.New("this server acts as the person who asked, and the call carries no requester")
 
-// ErrNeedsOAuth is returned by Probe for a server that answers 401 with
-// OAuth metadata: register it with auth workspace (or user) and Connect.
-var ErrNeedsOAuth = errors.New("mcp: the server requires OAuth: register it with OAuth and connect")
-
 // needsOAuth reports whether url answers an unauthenticated request with
 // 401 and its authorization can be discovered.
 func (m *Manager) needsOAuth(ctx context.Context, name, rawURL string) bool {
@@ -425,8 +409,8 @@ func (m *Manager) needsOAuth(ctx context.Context, name, rawURL string) bool {
 }
 
 // ProbeAuth tells whether a URL an admin wants to register needs OAuth:
-// nil when it does not, ErrNeedsOAuth when it does and OAuth is set up,
-// ErrOAuthUnavailable when it does and PUBLIC_URL is missing.
+// nil when it does not, servers.ErrNeedsOAuth when it does and OAuth is set up,
+// servers.ErrOAuthUnavailable when it does and PUBLIC_URL is missing.
 func (m *Manager) ProbeAuth(ctx context.Context, name, rawURL string) error {
 	if err := ValidateRegistrationURL(rawURL, m.opts.AllowPrivateNetworks); err != nil {
 		return fmt.Errorf("mcp: %w", err)
@@ -437,5 +421,5 @@ func (m *Manager) ProbeAuth(ctx context.Context, name, rawURL string) error {
 	if err := m.oauth.ready(); err != nil {
 		return err
 	}
-	return ErrNeedsOAuth
+	return servers.ErrNeedsOAuth
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/internal/oauthtest"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -206,7 +208,7 @@ func oauthCfg(url, mode string) *Config {
 func reqCtx(t *testing.T, user string) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	return WithRequester(ctx, "T1", user, "C1", "1700000000.000100")
+	return access.WithCaller(ctx, access.Caller{Team: "T1", User: user, Channel: "C1", Thread: "1700000000.000100"})
 }
 
 func TestOAuthWorkspaceConnectCallbackOnAnotherReplica(t *testing.T) {
@@ -285,7 +287,7 @@ func TestOAuthWorkspaceConnectCallbackOnAnotherReplica(t *testing.T) {
 	if st, ok, _ := b.ConnectionState(ctx, "T1", "acme", ""); !ok || st.Connected {
 		t.Fatalf("state after disconnect: %+v", st)
 	}
-	if _, err := a.ServerTools(ctx, "T1", "acme"); !errors.Is(err, ErrNotConnected) {
+	if _, err := a.ServerTools(ctx, "T1", "acme"); !errors.Is(err, servers.ErrNotConnected) {
 		t.Fatalf("listing after disconnect: %v", err)
 	}
 	want := []string{"oauth_connect", "oauth_connect", "oauth_disconnect"}
@@ -313,7 +315,7 @@ func TestOAuthPerUserTokensNeverMixed(t *testing.T) {
 	// the bot) and waits; he connects, the callback lands on replica B,
 	// and the call goes on with his own token.
 	r.prompts.react = func(p ConnectPrompt) error {
-		if p.Requester.User != "UBOB" || p.Mode != AuthUser || p.Reason != "not connected" {
+		if p.Caller.User != "UBOB" || p.Mode != AuthUser || p.Reason != "not connected" {
 			t.Errorf("prompt %+v", p)
 		}
 		go func() {
@@ -562,18 +564,18 @@ func TestOAuthRefusedWithoutPublicURL(t *testing.T) {
 	srv := oauthtest.New(t, oauthtest.Options{})
 	tm := newTestManager(t, oauthCfg(srv.URL, AuthWorkspace), func(o *Options) { o.AllowPrivateNetworks = true })
 	ctx := reqCtx(t, "UADMIN")
-	if _, _, err := tm.StartConnect(ctx, "T1", "acme", "UADMIN"); !errors.Is(err, ErrOAuthUnavailable) {
+	if _, _, err := tm.StartConnect(ctx, "T1", "acme", "UADMIN"); !errors.Is(err, servers.ErrOAuthUnavailable) {
 		t.Fatalf("StartConnect without PUBLIC_URL: %v", err)
 	}
-	if err := tm.ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, ErrOAuthUnavailable) {
+	if err := tm.ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, servers.ErrOAuthUnavailable) {
 		t.Fatalf("ProbeAuth without PUBLIC_URL: %v", err)
 	}
-	if _, err := tm.Probe(ctx, "linear", srv.URL, nil); !errors.Is(err, ErrOAuthUnavailable) {
+	if _, err := tm.Probe(ctx, "linear", srv.URL, nil); !errors.Is(err, servers.ErrOAuthUnavailable) {
 		t.Fatalf("Probe without PUBLIC_URL: %v", err)
 	}
 	r := newReplicas(t, 1, nil, func(o *OAuthOptions) {})
 	r.mgrs[0].opts.AllowPrivateNetworks = true
-	if err := r.mgrs[0].ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, ErrNeedsOAuth) {
+	if err := r.mgrs[0].ProbeAuth(ctx, "linear", srv.URL); !errors.Is(err, servers.ErrNeedsOAuth) {
 		t.Fatalf("ProbeAuth: %v", err)
 	}
 }

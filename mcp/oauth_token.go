@@ -19,6 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // oauthCore is the Manager's OAuth machinery: the stores, an in-memory
@@ -53,7 +55,7 @@ func (o *oauthCore) clientName() string { return cmp.Or(o.opts.ClientName, "Bobb
 // ready reports whether OAuth can run at all.
 func (o *oauthCore) ready() error {
 	if o.opts.PublicURL == "" {
-		return ErrOAuthUnavailable
+		return servers.ErrOAuthUnavailable
 	}
 	if o.opts.Tokens == nil || o.opts.States == nil {
 		return errors.New("mcp: OAuth storage is not configured")
@@ -180,7 +182,7 @@ func (o *oauthCore) refresh(ctx context.Context, key connKey, sa serverAuth, sta
 	}
 	rec, err := o.load(ctx, key)
 	if err != nil || rec == nil {
-		return nil, cmp.Or(err, error(ErrNotConnected))
+		return nil, cmp.Or(err, error(servers.ErrNotConnected))
 	}
 	if rec.NeedsReconnect {
 		return nil, errNeedsReconnect
@@ -189,7 +191,7 @@ func (o *oauthCore) refresh(ctx context.Context, key connKey, sa serverAuth, sta
 		return rec, nil // someone else refreshed
 	}
 	if rec.RefreshToken == "" {
-		return nil, ErrNotConnected
+		return nil, servers.ErrNotConnected
 	}
 	// Records are shared through the cache: change a copy.
 	cp := *rec
@@ -290,7 +292,7 @@ func (o *oauthCore) token(ctx context.Context, key connKey, sa serverAuth) (*tok
 		return nil, err
 	}
 	if rec == nil {
-		return nil, ErrNotConnected
+		return nil, servers.ErrNotConnected
 	}
 	if rec.usable(now) {
 		return rec, nil
@@ -329,7 +331,7 @@ func (h *oauthHandler) Token() (*oauth2.Token, error) {
 	defer cancel()
 	rec, err := h.o.token(ctx, h.key, h.sa)
 	if err != nil {
-		if errors.Is(err, ErrNotConnected) || errors.Is(err, errNeedsReconnect) {
+		if errors.Is(err, servers.ErrNotConnected) || errors.Is(err, errNeedsReconnect) {
 			return nil, nil
 		}
 		return nil, err

@@ -9,52 +9,24 @@ import (
 	"sync"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 )
 
-// Mode is what happens when the model calls a tool (the tool policy).
-type Mode string
-
-// Tool policy modes, from the loosest to the strictest.
-const (
-	// ModeAuto runs the tool without a prompt (still shown and audited).
-	ModeAuto Mode = "auto"
-	// ModeAutoInDM is ModeAuto in direct messages and ModeAsk elsewhere.
-	ModeAutoInDM Mode = "auto-in-dm"
-	// ModeAsk asks the person who asked (or an admin) first.
-	ModeAsk Mode = "ask"
-	// ModeAdmin asks, and only a workspace admin's approval counts.
-	ModeAdmin Mode = "admin"
-	// ModeDeny never offers the tool to the model.
-	ModeDeny Mode = "deny"
+// The policy vocabulary is shared with the bot (package servers): one
+// definition each.
+type (
+	// Mode is what happens when the model calls a tool (servers.Mode).
+	Mode = servers.Mode
+	// PolicyRule is one rule of a tool policy (servers.Rule).
+	PolicyRule = servers.Rule
+	// Policy is the resolved policy of one tool (servers.Policy).
+	Policy = servers.Policy
 )
 
-// Modes lists every mode, loosest first.
-var Modes = []Mode{ModeAuto, ModeAutoInDM, ModeAsk, ModeAdmin, ModeDeny}
-
 // strictness orders modes: a higher number is narrower.
-func (m Mode) strictness() int { return slices.Index(Modes, m) }
-
-// PolicyRule is one rule of a tool policy: the mode and privacy of the
-// tools of one server whose names match Tool.
-type PolicyRule struct {
-	// Tool is a glob on the tool's name on its server (* any run of
-	// characters, ? one character); "" or "*" is every tool.
-	Tool string
-	// Mode is "" when the rule sets only the privacy.
-	Mode Mode
-	// Private sends the tool's results in channels to the asker only;
-	// nil when the rule sets only the mode.
-	Private *bool
-	// Reset is set on a tool's own rule when its definition changed
-	// after the rule was set: the tool is back to ask (at most) until an
-	// admin sets its policy again.
-	Reset bool
-}
-
-// IsZero reports whether the rule sets nothing (storing it removes it).
-func (r PolicyRule) IsZero() bool { return r.Mode == "" && r.Private == nil && !r.Reset }
+func strictness(m Mode) int { return slices.Index(servers.Modes, m) }
 
 // ParsePolicyWords parses the words after the tool glob of a policy: a
 // mode and/or private or public ("ask", "auto private", "public"). The
@@ -74,7 +46,7 @@ func ParsePolicyWords(words []string) (Mode, *bool, error) {
 			}
 			p := lw == "private"
 			private = &p
-		case slices.Contains(Modes, Mode(lw)):
+		case slices.Contains(servers.Modes, Mode(lw)):
 			if mode != "" {
 				return "", nil, fmt.Errorf("say one mode, not %s and %s", mode, lw)
 			}
@@ -87,27 +59,11 @@ func ParsePolicyWords(words []string) (Mode, *bool, error) {
 }
 
 func modeList() string {
-	s := make([]string, len(Modes))
-	for i, m := range Modes {
+	s := make([]string, len(servers.Modes))
+	for i, m := range servers.Modes {
 		s[i] = string(m)
 	}
 	return strings.Join(s, ", ")
-}
-
-// Words is the rule's mode and privacy as ParsePolicyWords reads them.
-func (r PolicyRule) Words() string {
-	var w []string
-	if r.Mode != "" {
-		w = append(w, string(r.Mode))
-	}
-	if r.Private != nil {
-		if *r.Private {
-			w = append(w, "private")
-		} else {
-			w = append(w, "public")
-		}
-	}
-	return strings.Join(w, " ")
 }
 
 // PolicyConfig is a server's policy in MCP_CONFIG: either one line for
@@ -216,47 +172,14 @@ func specificity(glob string) int {
 	return 1 + len(glob) - strings.Count(glob, "*") - strings.Count(glob, "?")
 }
 
-// Policy sources, for people reading /bobbin mcp list.
-const (
-	PolicyFromDefault     = "default"
-	PolicyFromAnnotations = "annotations"
-	PolicyFromConfig      = "config"
-	PolicyFromAdmin       = "admin"
-	PolicyFromChanged     = "definition changed"
-)
-
-// Policy is the resolved policy of one tool.
-type Policy struct {
-	// Mode is the tool's mode (auto-in-dm not yet applied to a place).
-	Mode Mode
-	// Private: in channels, results go to the asker only.
-	Private bool
-	// OnceOnly: a trusted server says the tool is destructive, so every
-	// call is asked for and no thread-wide permission is offered.
-	OnceOnly bool
-	// Source says where Mode came from (PolicyFrom*).
-	Source string
-}
-
-// At is the mode in a place: auto-in-dm is auto in DMs and ask elsewhere.
-func (p Policy) At(dm bool) Mode {
-	if p.Mode == ModeAutoInDM {
-		if dm {
-			return ModeAuto
-		}
-		return ModeAsk
-	}
-	return p.Mode
-}
-
 // applyPolicy sets the policy fields of h for a place (dm: a direct
 // message or the assistant pane).
 func applyPolicy(h agent.Hints, p Policy, dm bool) agent.Hints {
 	mode := p.At(dm)
 	h.Policy = string(mode)
-	h.Allowed = mode == ModeAuto
-	h.AdminOnly = mode == ModeAdmin
-	h.Denied = h.Denied || mode == ModeDeny
+	h.Allowed = mode == servers.ModeAuto
+	h.AdminOnly = mode == servers.ModeAdmin
+	h.Denied = h.Denied || mode == servers.ModeDeny
 	h.OnceOnly = p.OnceOnly
 	h.Private = p.Private
 	return h
@@ -281,7 +204,7 @@ func resolvePolicy(cfg ServerConfig, admin []PolicyRule, t *mcp.Tool) Policy {
 		rules = append(rules, sourcedRule{PolicyRule: r})
 	}
 	for _, n := range cfg.Allow {
-		rules = append(rules, sourcedRule{PolicyRule: PolicyRule{Tool: n, Mode: ModeAuto}})
+		rules = append(rules, sourcedRule{PolicyRule: PolicyRule{Tool: n, Mode: servers.ModeAuto}})
 	}
 	for _, r := range admin {
 		rules = append(rules, sourcedRule{PolicyRule: r, admin: true})
@@ -303,22 +226,22 @@ func resolvePolicy(cfg ServerConfig, admin []PolicyRule, t *mcp.Tool) Policy {
 		}
 		return out, found
 	}
-	p := Policy{Mode: ModeAsk, Source: PolicyFromDefault}
+	p := Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromDefault}
 	a := t.Annotations
 	destructive := cfg.Trusted && a != nil && a.DestructiveHint != nil && *a.DestructiveHint && !a.ReadOnlyHint
 	if r, ok := best(func(r sourcedRule) bool { return r.Mode != "" }); ok {
-		p.Mode, p.Source = r.Mode, PolicyFromConfig
+		p.Mode, p.Source = r.Mode, servers.PolicyFromConfig
 		if r.admin {
-			p.Source = PolicyFromAdmin
+			p.Source = servers.PolicyFromAdmin
 		}
 	} else if cfg.Trusted && a != nil {
 		// The spec's default of openWorldHint is true: only a tool that
 		// says it stays in its own world runs without asking.
 		switch {
 		case destructive:
-			p.Source = PolicyFromAnnotations
+			p.Source = servers.PolicyFromAnnotations
 		case a.ReadOnlyHint && a.OpenWorldHint != nil && !*a.OpenWorldHint:
-			p.Mode, p.Source = ModeAutoInDM, PolicyFromAnnotations
+			p.Mode, p.Source = servers.ModeAutoInDM, servers.PolicyFromAnnotations
 		}
 	}
 	if r, ok := best(func(r sourcedRule) bool { return r.Private != nil }); ok {
@@ -326,18 +249,18 @@ func resolvePolicy(cfg ServerConfig, admin []PolicyRule, t *mcp.Tool) Policy {
 	}
 	// The operator's deny is a floor.
 	denied := slices.Contains(cfg.Deny, t.Name) || slices.ContainsFunc(cfg.Policy.Rules, func(r PolicyRule) bool {
-		return r.Mode == ModeDeny && globMatch(r.Tool, t.Name)
+		return r.Mode == servers.ModeDeny && globMatch(r.Tool, t.Name)
 	})
 	if denied {
-		p.Mode, p.Source = ModeDeny, PolicyFromConfig
+		p.Mode, p.Source = servers.ModeDeny, servers.PolicyFromConfig
 	}
 	for _, r := range admin {
-		if r.Reset && r.Tool == t.Name && p.Mode.strictness() < ModeAsk.strictness() {
-			p.Mode, p.Source = ModeAsk, PolicyFromChanged
+		if r.Reset && r.Tool == t.Name && strictness(p.Mode) < strictness(servers.ModeAsk) {
+			p.Mode, p.Source = servers.ModeAsk, servers.PolicyFromChanged
 		}
 	}
 	// A destructive tool is asked for every time, whatever asks.
-	p.OnceOnly = destructive && (p.Mode == ModeAsk || p.Mode == ModeAdmin)
+	p.OnceOnly = destructive && (p.Mode == servers.ModeAsk || p.Mode == servers.ModeAdmin)
 	return p
 }
 
@@ -397,44 +320,28 @@ func (m *Manager) policies(ctx context.Context, team string) map[string][]Policy
 	return out
 }
 
-// ToolPolicy is one tool's resolved policy for /bobbin mcp list and the
-// App Home.
-type ToolPolicy struct {
-	Tool string
-	Policy
-}
-
-// ServerPolicy is a server's policy: its rules, and what they resolve to
-// for every tool listed so far.
-type ServerPolicy struct {
-	Server string
-	// Config and Admin are the operator's rules and the admins'.
-	Config, Admin []PolicyRule
-	Tools         []ToolPolicy
-}
-
 // Policies reports the policy of every server of the workspace (tools as
 // last listed; nothing is connected for it).
-func (m *Manager) Policies(ctx context.Context, team string) ([]ServerPolicy, error) {
+func (m *Manager) Policies(ctx context.Context, team string) ([]servers.PolicyReport, error) {
 	mts, err := m.mounts(ctx, team)
 	if err != nil {
 		return nil, err
 	}
 	admin := m.policies(ctx, team)
-	var out []ServerPolicy
+	var out []servers.PolicyReport
 	for _, mt := range mts {
-		sp := ServerPolicy{Server: mt.cfg.Name, Config: slices.Clone(mt.cfg.Policy.Rules), Admin: admin[mt.cfg.Name]}
+		sp := servers.PolicyReport{Server: mt.cfg.Name, Config: slices.Clone(mt.cfg.Policy.Rules), Admin: admin[mt.cfg.Name]}
 		for _, n := range mt.cfg.Deny {
-			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: ModeDeny})
+			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: servers.ModeDeny})
 		}
 		for _, n := range mt.cfg.Allow {
-			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: ModeAuto})
+			sp.Config = append(sp.Config, PolicyRule{Tool: n, Mode: servers.ModeAuto})
 		}
 		mt.mu.Lock()
 		tools := mt.tools
 		mt.mu.Unlock()
 		for _, t := range tools {
-			sp.Tools = append(sp.Tools, ToolPolicy{Tool: t.Name, Policy: resolvePolicy(mt.cfg, sp.Admin, t)})
+			sp.Tools = append(sp.Tools, servers.ToolPolicy{Tool: t.Name, Policy: resolvePolicy(mt.cfg, sp.Admin, t)})
 		}
 		sort.Slice(sp.Tools, func(i, j int) bool { return sp.Tools[i].Tool < sp.Tools[j].Tool })
 		out = append(out, sp)
@@ -446,12 +353,12 @@ func (m *Manager) Policies(ctx context.Context, team string) ([]ServerPolicy, er
 // and no privacy: removes the rule of that glob; only one of them: the
 // other is kept from the glob's rule). It returns the server's
 // policy after the change. The next turn on any replica applies it.
-func (m *Manager) SetPolicy(ctx context.Context, team, server string, rule PolicyRule) (ServerPolicy, error) {
+func (m *Manager) SetPolicy(ctx context.Context, team, server string, rule PolicyRule) (servers.PolicyReport, error) {
 	if msg := checkGlob(cmpGlob(rule.Tool)); msg != "" {
-		return ServerPolicy{}, fmt.Errorf("mcp: policy: %s", msg)
+		return servers.PolicyReport{}, fmt.Errorf("mcp: policy: %s", msg)
 	}
 	if _, _, err := m.findMount(ctx, team, server); err != nil {
-		return ServerPolicy{}, err
+		return servers.PolicyReport{}, err
 	}
 	rule.Tool = cmpGlob(rule.Tool)
 	rule.Reset = false
@@ -471,21 +378,21 @@ func (m *Manager) SetPolicy(ctx context.Context, team, server string, rule Polic
 		}
 	}
 	if err := m.policyStore.PutToolPolicy(ctx, team, server, rule); err != nil {
-		return ServerPolicy{}, fmt.Errorf("mcp: storing the policy of %s: %w", server, err)
+		return servers.PolicyReport{}, fmt.Errorf("mcp: storing the policy of %s: %w", server, err)
 	}
 	// The store bumps the workspace version (session); the policy itself
 	// is read at every turn, so the next turn on any replica applies it.
 	m.log.Info("mcp tool policy set", "team", team, "server", server, "tool", rule.Tool, "policy", rule.Words())
 	all, err := m.Policies(ctx, team)
 	if err != nil {
-		return ServerPolicy{}, err
+		return servers.PolicyReport{}, err
 	}
 	for _, sp := range all {
 		if sp.Server == server {
 			return sp, nil
 		}
 	}
-	return ServerPolicy{Server: server}, nil
+	return servers.PolicyReport{Server: server}, nil
 }
 
 func cmpGlob(g string) string {

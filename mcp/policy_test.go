@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 func TestGlobMatch(t *testing.T) {
@@ -44,11 +46,11 @@ func TestParsePolicyWords(t *testing.T) {
 		private *bool
 		err     string
 	}{
-		{in: "ask", mode: ModeAsk},
-		{in: "auto-in-dm", mode: ModeAutoInDM},
-		{in: "AUTO private", mode: ModeAuto, private: &yes},
+		{in: "ask", mode: servers.ModeAsk},
+		{in: "auto-in-dm", mode: servers.ModeAutoInDM},
+		{in: "AUTO private", mode: servers.ModeAuto, private: &yes},
 		{in: "public", private: &no},
-		{in: "private deny", mode: ModeDeny, private: &yes},
+		{in: "private deny", mode: servers.ModeDeny, private: &yes},
 		{in: "", err: "say a mode"},
 		{in: "ask auto", err: "say one mode"},
 		{in: "private public", err: "once"},
@@ -85,8 +87,8 @@ func TestPolicyConfig(t *testing.T) {
 	}
 	yes := true
 	want := [][]PolicyRule{
-		{{Tool: "*", Mode: ModeAutoInDM}},
-		{{Tool: "*", Mode: ModeAsk}, {Tool: "get_*", Mode: ModeAuto}, {Tool: "delete_*", Mode: ModeAdmin}, {Tool: "lookup", Private: &yes}},
+		{{Tool: "*", Mode: servers.ModeAutoInDM}},
+		{{Tool: "*", Mode: servers.ModeAsk}, {Tool: "get_*", Mode: servers.ModeAuto}, {Tool: "delete_*", Mode: servers.ModeAdmin}, {Tool: "lookup", Private: &yes}},
 	}
 	for i, s := range cfg.Servers {
 		if diff := cmp.Diff(want[i], s.Policy.Rules); diff != "" {
@@ -121,37 +123,37 @@ func TestResolvePolicy(t *testing.T) {
 		tool  *mcp.Tool
 		want  Policy
 	}{
-		{"no rule, no annotations: ask", trusted, nil, bare, Policy{Mode: ModeAsk, Source: PolicyFromDefault}},
-		{"trusted read-only closed-world: auto-in-dm", trusted, nil, ro, Policy{Mode: ModeAutoInDM, Source: PolicyFromAnnotations}},
-		{"trusted read-only open-world (the default): ask", trusted, nil, roOpen, Policy{Mode: ModeAsk, Source: PolicyFromDefault}},
-		{"trusted destructive: ask every time", trusted, nil, destr, Policy{Mode: ModeAsk, OnceOnly: true, Source: PolicyFromAnnotations}},
-		{"untrusted read-only loosens nothing", untrusted, nil, ro, Policy{Mode: ModeAsk, Source: PolicyFromDefault}},
-		{"untrusted destructive: plain ask", untrusted, nil, destr, Policy{Mode: ModeAsk, Source: PolicyFromDefault}},
-		{"config glob", withPolicy(untrusted, PolicyRule{Tool: "get_*", Mode: ModeAuto}), nil, ro, Policy{Mode: ModeAuto, Source: PolicyFromConfig}},
-		{"exact beats glob", withPolicy(untrusted, PolicyRule{Tool: "*", Mode: ModeAuto}, PolicyRule{Tool: "get_user", Mode: ModeAdmin}), nil, ro,
-			Policy{Mode: ModeAdmin, Source: PolicyFromConfig}},
-		{"longer glob beats shorter", withPolicy(untrusted, PolicyRule{Tool: "get*", Mode: ModeAuto}, PolicyRule{Tool: "get_u*", Mode: ModeAsk}), nil, ro,
-			Policy{Mode: ModeAsk, Source: PolicyFromConfig}},
-		{"admin beats config of equal rank", withPolicy(untrusted, PolicyRule{Tool: "*", Mode: ModeAsk}), []PolicyRule{{Tool: "*", Mode: ModeAuto}}, ro,
-			Policy{Mode: ModeAuto, Source: PolicyFromAdmin}},
-		{"a rule beats the annotations", trusted, []PolicyRule{{Tool: "*", Mode: ModeAuto}}, destr, Policy{Mode: ModeAuto, Source: PolicyFromAdmin}},
-		{"admin on a destructive tool: no Always allow", trusted, []PolicyRule{{Tool: "delete_*", Mode: ModeAdmin}}, destr,
-			Policy{Mode: ModeAdmin, OnceOnly: true, Source: PolicyFromAdmin}},
-		{"operator deny is a floor", withPolicy(untrusted, PolicyRule{Tool: "delete_*", Mode: ModeDeny}), []PolicyRule{{Tool: "delete_user", Mode: ModeAuto}}, destr,
-			Policy{Mode: ModeDeny, Source: PolicyFromConfig}},
-		{"deny list is a floor", ServerConfig{Name: "crm", Deny: []string{"lookup"}}, []PolicyRule{{Tool: "lookup", Mode: ModeAuto}}, bare,
-			Policy{Mode: ModeDeny, Source: PolicyFromConfig}},
-		{"allow list is auto", ServerConfig{Name: "crm", Allow: []string{"lookup"}}, nil, bare, Policy{Mode: ModeAuto, Source: PolicyFromConfig}},
-		{"privacy from its own rule", withPolicy(untrusted, PolicyRule{Tool: "*", Mode: ModeAuto}), []PolicyRule{{Tool: "lookup", Private: &yes}}, bare,
-			Policy{Mode: ModeAuto, Private: true, Source: PolicyFromConfig}},
+		{"no rule, no annotations: ask", trusted, nil, bare, Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromDefault}},
+		{"trusted read-only closed-world: auto-in-dm", trusted, nil, ro, Policy{Mode: servers.ModeAutoInDM, Source: servers.PolicyFromAnnotations}},
+		{"trusted read-only open-world (the default): ask", trusted, nil, roOpen, Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromDefault}},
+		{"trusted destructive: ask every time", trusted, nil, destr, Policy{Mode: servers.ModeAsk, OnceOnly: true, Source: servers.PolicyFromAnnotations}},
+		{"untrusted read-only loosens nothing", untrusted, nil, ro, Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromDefault}},
+		{"untrusted destructive: plain ask", untrusted, nil, destr, Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromDefault}},
+		{"config glob", withPolicy(untrusted, PolicyRule{Tool: "get_*", Mode: servers.ModeAuto}), nil, ro, Policy{Mode: servers.ModeAuto, Source: servers.PolicyFromConfig}},
+		{"exact beats glob", withPolicy(untrusted, PolicyRule{Tool: "*", Mode: servers.ModeAuto}, PolicyRule{Tool: "get_user", Mode: servers.ModeAdmin}), nil, ro,
+			Policy{Mode: servers.ModeAdmin, Source: servers.PolicyFromConfig}},
+		{"longer glob beats shorter", withPolicy(untrusted, PolicyRule{Tool: "get*", Mode: servers.ModeAuto}, PolicyRule{Tool: "get_u*", Mode: servers.ModeAsk}), nil, ro,
+			Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromConfig}},
+		{"admin beats config of equal rank", withPolicy(untrusted, PolicyRule{Tool: "*", Mode: servers.ModeAsk}), []PolicyRule{{Tool: "*", Mode: servers.ModeAuto}}, ro,
+			Policy{Mode: servers.ModeAuto, Source: servers.PolicyFromAdmin}},
+		{"a rule beats the annotations", trusted, []PolicyRule{{Tool: "*", Mode: servers.ModeAuto}}, destr, Policy{Mode: servers.ModeAuto, Source: servers.PolicyFromAdmin}},
+		{"admin on a destructive tool: no Always allow", trusted, []PolicyRule{{Tool: "delete_*", Mode: servers.ModeAdmin}}, destr,
+			Policy{Mode: servers.ModeAdmin, OnceOnly: true, Source: servers.PolicyFromAdmin}},
+		{"operator deny is a floor", withPolicy(untrusted, PolicyRule{Tool: "delete_*", Mode: servers.ModeDeny}), []PolicyRule{{Tool: "delete_user", Mode: servers.ModeAuto}}, destr,
+			Policy{Mode: servers.ModeDeny, Source: servers.PolicyFromConfig}},
+		{"deny list is a floor", ServerConfig{Name: "crm", Deny: []string{"lookup"}}, []PolicyRule{{Tool: "lookup", Mode: servers.ModeAuto}}, bare,
+			Policy{Mode: servers.ModeDeny, Source: servers.PolicyFromConfig}},
+		{"allow list is auto", ServerConfig{Name: "crm", Allow: []string{"lookup"}}, nil, bare, Policy{Mode: servers.ModeAuto, Source: servers.PolicyFromConfig}},
+		{"privacy from its own rule", withPolicy(untrusted, PolicyRule{Tool: "*", Mode: servers.ModeAuto}), []PolicyRule{{Tool: "lookup", Private: &yes}}, bare,
+			Policy{Mode: servers.ModeAuto, Private: true, Source: servers.PolicyFromConfig}},
 		{"public overrides a server-wide private", withPolicy(untrusted, PolicyRule{Tool: "*", Private: &yes}), []PolicyRule{{Tool: "lookup", Private: &no}}, bare,
-			Policy{Mode: ModeAsk, Source: PolicyFromDefault}},
-		{"changed definition: back to ask", trusted, []PolicyRule{{Tool: "*", Mode: ModeAuto}, {Tool: "get_user", Reset: true}}, ro,
-			Policy{Mode: ModeAsk, Source: PolicyFromChanged}},
-		{"changed definition keeps a narrower mode", trusted, []PolicyRule{{Tool: "get_*", Mode: ModeAdmin}, {Tool: "get_user", Reset: true}}, ro,
-			Policy{Mode: ModeAdmin, Source: PolicyFromAdmin}},
-		{"the reset is of that tool only", trusted, []PolicyRule{{Tool: "*", Mode: ModeAuto}, {Tool: "get_user", Reset: true}}, bare,
-			Policy{Mode: ModeAuto, Source: PolicyFromAdmin}},
+			Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromDefault}},
+		{"changed definition: back to ask", trusted, []PolicyRule{{Tool: "*", Mode: servers.ModeAuto}, {Tool: "get_user", Reset: true}}, ro,
+			Policy{Mode: servers.ModeAsk, Source: servers.PolicyFromChanged}},
+		{"changed definition keeps a narrower mode", trusted, []PolicyRule{{Tool: "get_*", Mode: servers.ModeAdmin}, {Tool: "get_user", Reset: true}}, ro,
+			Policy{Mode: servers.ModeAdmin, Source: servers.PolicyFromAdmin}},
+		{"the reset is of that tool only", trusted, []PolicyRule{{Tool: "*", Mode: servers.ModeAuto}, {Tool: "get_user", Reset: true}}, bare,
+			Policy{Mode: servers.ModeAuto, Source: servers.PolicyFromAdmin}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := resolvePolicy(tc.cfg, tc.admin, tc.tool)
@@ -174,7 +176,7 @@ func TestPolicyOffersTools(t *testing.T) {
 	off := false
 	cfg := &Config{Servers: []ServerConfig{
 		{Name: "notes", Builtin: BuiltinDemo, Trusted: true},
-		{Name: "quiet", Builtin: BuiltinDemo, Trusted: true, Scope: Scope{DM: &off}, Policy: PolicyConfig{Rules: []PolicyRule{{Tool: "*", Mode: ModeAuto}}}},
+		{Name: "quiet", Builtin: BuiltinDemo, Trusted: true, Scope: Scope{DM: &off}, Policy: PolicyConfig{Rules: []PolicyRule{{Tool: "*", Mode: servers.ModeAuto}}}},
 	}}
 	m := newTestManager(t, cfg, nil)
 	ctx := context.Background()
@@ -211,13 +213,13 @@ func TestPolicyOffersTools(t *testing.T) {
 	}
 
 	// An admin's deny: never offered.
-	if _, err := m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "add_*", Mode: ModeDeny}); err != nil {
+	if _, err := m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "add_*", Mode: servers.ModeDeny}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, offered := hints(dm, "notes__add_note"); offered {
 		t.Error("a denied tool is offered to the model")
 	}
-	sp, err := m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "list_notes", Mode: ModeAdmin})
+	sp, err := m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "list_notes", Mode: servers.ModeAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,17 +227,17 @@ func TestPolicyOffersTools(t *testing.T) {
 	if h := toolByName(t, tools, "notes__list_notes").Hints(); h.Policy != "admin" || !h.AdminOnly || h.Allowed {
 		t.Errorf("list_notes after `admin`: %+v", h)
 	}
-	wantTools := []ToolPolicy{
-		{Tool: "add_note", Policy: Policy{Mode: ModeDeny, Source: PolicyFromAdmin}},
-		{Tool: "list_notes", Policy: Policy{Mode: ModeAdmin, Source: PolicyFromAdmin}},
+	wantTools := []servers.ToolPolicy{
+		{Tool: "add_note", Policy: Policy{Mode: servers.ModeDeny, Source: servers.PolicyFromAdmin}},
+		{Tool: "list_notes", Policy: Policy{Mode: servers.ModeAdmin, Source: servers.PolicyFromAdmin}},
 	}
 	if diff := cmp.Diff(wantTools, sp.Tools); diff != "" {
 		t.Errorf("SetPolicy's report (-want +got):\n%s", diff)
 	}
 	// Privacy alone keeps the glob's mode, and the mode alone its privacy.
 	m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "list_notes", Private: &[]bool{true}[0]})
-	sp, _ = m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "list_notes", Mode: ModeAsk})
-	if got := sp.Tools[1].Policy; got.Mode != ModeAsk || !got.Private {
+	sp, _ = m.SetPolicy(ctx, "T1", "notes", PolicyRule{Tool: "list_notes", Mode: servers.ModeAsk})
+	if got := sp.Tools[1].Policy; got.Mode != servers.ModeAsk || !got.Private {
 		t.Errorf("list_notes after `private` then `ask`: %+v; want ask and private", got)
 	}
 	// Removing the rule (no words) brings the default back.
@@ -245,7 +247,7 @@ func TestPolicyOffersTools(t *testing.T) {
 	if _, _, offered := hints(dm, "notes__add_note"); !offered {
 		t.Error("add_note is still not offered after its rule was removed")
 	}
-	if _, err := m.SetPolicy(ctx, "T1", "nope", PolicyRule{Mode: ModeAuto}); err == nil {
+	if _, err := m.SetPolicy(ctx, "T1", "nope", PolicyRule{Mode: servers.ModeAuto}); err == nil {
 		t.Error("SetPolicy of an unknown server succeeded")
 	}
 	// Another workspace is not affected.
@@ -263,7 +265,7 @@ func TestPolicyResetOnChange(t *testing.T) {
 	if _, err := m.Tools(ctx, "T1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []PolicyRule{{Tool: "*", Mode: ModeAuto}, {Tool: "shifty", Mode: ModeAuto}} {
+	for _, r := range []PolicyRule{{Tool: "*", Mode: servers.ModeAuto}, {Tool: "shifty", Mode: servers.ModeAuto}} {
 		if _, err := m.SetPolicy(ctx, "T1", "evil", r); err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +287,7 @@ func TestPolicyResetOnChange(t *testing.T) {
 		t.Errorf("echo (unchanged): policy %q allowed %v; want auto", h.Policy, h.Allowed)
 	}
 	// An admin setting the tool's policy again lifts the reset.
-	if _, err := m.SetPolicy(ctx, "T1", "evil", PolicyRule{Tool: "shifty", Mode: ModeAuto}); err != nil {
+	if _, err := m.SetPolicy(ctx, "T1", "evil", PolicyRule{Tool: "shifty", Mode: servers.ModeAuto}); err != nil {
 		t.Fatal(err)
 	}
 	tools, _ = m.ToolsFor(ctx, Access{Team: "T1", Channel: "D1", DM: true})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // No silence: a turn (or /bobbin mcp list) waits at most ToolWait for the
@@ -104,23 +105,15 @@ type valuesOf struct {
 
 func (v valuesOf) Value(key any) any { return v.vals.Value(key) }
 
-// NotReady is a server whose tools a turn was offered without: it is
-// still starting, or failing.
-type NotReady struct {
-	Server string
-	// State is StateStarting or StateFailed.
-	State string
-}
-
 // ToolsReport is ToolsFor plus the servers in a's scope whose tools are
 // left out because they are not ready (still starting after ToolWait, or
 // failing), so the model (and the person) can be told.
-func (m *Manager) ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []NotReady, error) {
+func (m *Manager) ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []servers.NotReady, error) {
 	tools, late, err := m.toolsFor(ctx, a)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []NotReady
+	var out []servers.NotReady
 	for _, mt := range late {
 		mt.mu.Lock()
 		st, n := StateStarting, len(mt.tools)
@@ -129,7 +122,7 @@ func (m *Manager) ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []No
 		}
 		mt.mu.Unlock()
 		if n == 0 || st == StateFailed {
-			out = append(out, NotReady{Server: mt.cfg.Name, State: st})
+			out = append(out, servers.NotReady{Server: mt.cfg.Name, State: st})
 		}
 	}
 	return tools, out, nil
@@ -148,7 +141,7 @@ func explainFailure(cfg ServerConfig, startup time.Duration, err error) string {
 		what = "The server exited before it answered. Run its command by hand to see why; its error output is in the bot's log."
 	case len(cfg.Command) > 0 && errors.Is(err, errProbe):
 		what = fmt.Sprintf("The server did not answer within its start-up budget (%s). If it downloads itself on first use (npx, uvx), give it longer with startup_timeout in MCP_CONFIG.", startup)
-	case errors.Is(err, ErrNotConnected):
+	case errors.Is(err, servers.ErrNotConnected):
 		return detail // the OAuth line says what to do
 	case cfg.URL != "" && (strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host")):
 		what = "Nothing answered at its URL. Check that the server is running and that the URL is right."

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // TestScopeCheck is the evaluation table: channel, DM, users, user
@@ -43,46 +45,46 @@ func TestScopeCheck(t *testing.T) {
 		{"unscoped member in a channel", Scope{}, in("C1", alice), ok},
 		{"unscoped member in a DM", Scope{}, dm(alice), ok},
 		{"unscoped, nobody known", Scope{}, Access{Team: "T1"}, ok},
-		{"unscoped guest", Scope{}, in("C1", guest), Verdict{Reason: ScopeGuest, Person: "UGUEST"}},
-		{"unscoped external", Scope{}, in("C1", stranger), Verdict{Reason: ScopeExternal, Person: "USTRANGE"}},
-		{"unscoped unverified", Scope{}, dm(unknown), Verdict{Reason: ScopeUnverified, Person: "UUNKNOWN"}},
+		{"unscoped guest", Scope{}, in("C1", guest), Verdict{Reason: access.ScopeGuest, Person: "UGUEST"}},
+		{"unscoped external", Scope{}, in("C1", stranger), Verdict{Reason: access.ScopeExternal, Person: "USTRANGE"}},
+		{"unscoped unverified", Scope{}, dm(unknown), Verdict{Reason: access.ScopeUnverified, Person: "UUNKNOWN"}},
 		{"guests: true lets a guest in", Scope{Guests: true}, in("C1", guest), ok},
 		{"guests: true lets an external person in", Scope{Guests: true}, in("C1", stranger), ok},
 
 		{"listed channel", Scope{Channels: []string{"C1"}}, in("C1", alice), ok},
-		{"other channel", Scope{Channels: []string{"C1"}}, in("C2", alice), Verdict{Reason: ScopeChannel}},
-		{"no channel known", Scope{Channels: []string{"C1"}}, Access{Team: "T1", People: []Person{alice}}, Verdict{Reason: ScopeChannel}},
-		{"channels listed: no DMs by default", Scope{Channels: []string{"C1"}}, dm(alice), Verdict{Reason: ScopeDM}},
+		{"other channel", Scope{Channels: []string{"C1"}}, in("C2", alice), Verdict{Reason: access.ScopeChannel}},
+		{"no channel known", Scope{Channels: []string{"C1"}}, Access{Team: "T1", People: []Person{alice}}, Verdict{Reason: access.ScopeChannel}},
+		{"channels listed: no DMs by default", Scope{Channels: []string{"C1"}}, dm(alice), Verdict{Reason: access.ScopeDM}},
 		{"channels listed, dm: true", Scope{Channels: []string{"C1"}, DM: &yes}, dm(alice), ok},
-		{"dm: false without channels", Scope{DM: &no}, dm(alice), Verdict{Reason: ScopeDM}},
+		{"dm: false without channels", Scope{DM: &no}, dm(alice), Verdict{Reason: access.ScopeDM}},
 		{"dm: false, in a channel", Scope{DM: &no}, in("C9", alice), ok},
 		{"any place: a channel-scoped server for a member", Scope{Channels: []string{"C1"}, DM: &no}, Access{Team: "T1", AnyPlace: true, People: []Person{alice}}, ok},
-		{"any place: the people still count", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, Access{Team: "T1", AnyPlace: true, People: []Person{bob}}, Verdict{Reason: ScopePerson, Person: "UBOB"}},
-		{"any place: guests still need guests", Scope{Channels: []string{"C1"}}, Access{Team: "T1", AnyPlace: true, People: []Person{guest}}, Verdict{Reason: ScopeGuest, Person: "UGUEST"}},
-		{"a DM id in Channel is still a DM", Scope{Channels: []string{"C1"}}, Access{Team: "T1", Channel: "C1", DM: true, People: []Person{alice}}, Verdict{Reason: ScopeDM}},
+		{"any place: the people still count", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, Access{Team: "T1", AnyPlace: true, People: []Person{bob}}, Verdict{Reason: access.ScopePerson, Person: "UBOB"}},
+		{"any place: guests still need guests", Scope{Channels: []string{"C1"}}, Access{Team: "T1", AnyPlace: true, People: []Person{guest}}, Verdict{Reason: access.ScopeGuest, Person: "UGUEST"}},
+		{"a DM id in Channel is still a DM", Scope{Channels: []string{"C1"}}, Access{Team: "T1", Channel: "C1", DM: true, People: []Person{alice}}, Verdict{Reason: access.ScopeDM}},
 
 		{"listed user", Scope{Users: []string{"UALICE"}}, in("C1", alice), ok},
-		{"unlisted user", Scope{Users: []string{"UALICE"}}, in("C1", bob), Verdict{Reason: ScopePerson, Person: "UBOB"}},
-		{"users listed, nobody known", Scope{Users: []string{"UALICE"}}, in("C1"), Verdict{Reason: ScopePerson}},
+		{"unlisted user", Scope{Users: []string{"UALICE"}}, in("C1", bob), Verdict{Reason: access.ScopePerson, Person: "UBOB"}},
+		{"users listed, nobody known", Scope{Users: []string{"UALICE"}}, in("C1"), Verdict{Reason: access.ScopePerson}},
 		{"group member", Scope{Usergroups: []string{"SONCALL"}}, in("C1", oncallMember), ok},
-		{"not a group member", Scope{Usergroups: []string{"SONCALL"}}, in("C1", bob), Verdict{Reason: ScopePerson, Person: "UBOB"}},
-		{"empty group", Scope{Usergroups: []string{"SEMPTY"}}, in("C1", alice), Verdict{Reason: ScopePerson, Person: "UALICE"}},
-		{"group unresolvable: nobody is in it", Scope{Usergroups: []string{"SBROKEN"}}, in("C1", alice), Verdict{Reason: ScopePerson, Person: "UALICE"}},
-		{"no resolver: groups grant nothing", Scope{Usergroups: []string{"SONCALL"}}, Access{Team: "T1", Channel: "C1", People: []Person{oncallMember}}, Verdict{Reason: ScopePerson, Person: "UONCALL"}},
+		{"not a group member", Scope{Usergroups: []string{"SONCALL"}}, in("C1", bob), Verdict{Reason: access.ScopePerson, Person: "UBOB"}},
+		{"empty group", Scope{Usergroups: []string{"SEMPTY"}}, in("C1", alice), Verdict{Reason: access.ScopePerson, Person: "UALICE"}},
+		{"group unresolvable: nobody is in it", Scope{Usergroups: []string{"SBROKEN"}}, in("C1", alice), Verdict{Reason: access.ScopePerson, Person: "UALICE"}},
+		{"no resolver: groups grant nothing", Scope{Usergroups: []string{"SONCALL"}}, Access{Team: "T1", Channel: "C1", People: []Person{oncallMember}}, Verdict{Reason: access.ScopePerson, Person: "UONCALL"}},
 		{"listed user or group member", Scope{Users: []string{"UALICE"}, Usergroups: []string{"SONCALL"}}, in("C1", alice, oncallMember), ok},
-		{"guest in the group still needs guests", Scope{Usergroups: []string{"SONCALL"}}, in("C1", guest), Verdict{Reason: ScopeGuest, Person: "UGUEST"}},
+		{"guest in the group still needs guests", Scope{Usergroups: []string{"SONCALL"}}, in("C1", guest), Verdict{Reason: access.ScopeGuest, Person: "UGUEST"}},
 		{"guest in the group with guests", Scope{Usergroups: []string{"SONCALL"}, Guests: true}, in("C1", guest), ok},
-		{"listed guest needs guests", Scope{Users: []string{"UGUEST"}}, in("C1", guest), Verdict{Reason: ScopeGuest, Person: "UGUEST"}},
-		{"guests: true does not skip the lists", Scope{Users: []string{"UALICE"}, Guests: true}, in("C1", stranger), Verdict{Reason: ScopePerson, Person: "USTRANGE"}},
+		{"listed guest needs guests", Scope{Users: []string{"UGUEST"}}, in("C1", guest), Verdict{Reason: access.ScopeGuest, Person: "UGUEST"}},
+		{"guests: true does not skip the lists", Scope{Users: []string{"UALICE"}, Guests: true}, in("C1", stranger), Verdict{Reason: access.ScopePerson, Person: "USTRANGE"}},
 
 		{"channel AND person: both fine", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, in("C1", alice), ok},
-		{"channel AND person: wrong channel", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, in("C2", alice), Verdict{Reason: ScopeChannel}},
-		{"channel AND person: wrong person", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, in("C1", bob), Verdict{Reason: ScopePerson, Person: "UBOB"}},
+		{"channel AND person: wrong channel", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, in("C2", alice), Verdict{Reason: access.ScopeChannel}},
+		{"channel AND person: wrong person", Scope{Channels: []string{"C1"}, Users: []string{"UALICE"}}, in("C1", bob), Verdict{Reason: access.ScopePerson, Person: "UBOB"}},
 
 		{"merged turn, all allowed", Scope{Users: []string{"UALICE"}, Usergroups: []string{"SONCALL"}}, in("C1", alice, oncallMember), ok},
-		{"merged turn, one not allowed", Scope{Users: []string{"UALICE"}}, in("C1", alice, bob), Verdict{Reason: ScopePerson, Person: "UBOB"}},
-		{"merged turn with a guest, unscoped", Scope{}, in("C1", alice, guest), Verdict{Reason: ScopeGuest, Person: "UGUEST"}},
-		{"merged turn with an external person, DM allowed", Scope{}, dm(alice, stranger), Verdict{Reason: ScopeExternal, Person: "USTRANGE"}},
+		{"merged turn, one not allowed", Scope{Users: []string{"UALICE"}}, in("C1", alice, bob), Verdict{Reason: access.ScopePerson, Person: "UBOB"}},
+		{"merged turn with a guest, unscoped", Scope{}, in("C1", alice, guest), Verdict{Reason: access.ScopeGuest, Person: "UGUEST"}},
+		{"merged turn with an external person, DM allowed", Scope{}, dm(alice, stranger), Verdict{Reason: access.ScopeExternal, Person: "USTRANGE"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +172,7 @@ func TestScopedTools(t *testing.T) {
 		Registered{Name: "oncall", URL: url, Scope: Scope{Channels: []string{"C1"}, Usergroups: []string{"S1"}}},
 	)
 	members := []string{"UALICE"}
-	access := func(ch string, user string) Access {
+	accessAt := func(ch string, user string) Access {
 		return Access{Team: "T1", Channel: ch, People: []Person{{ID: user}},
 			Members: func(context.Context, string) ([]string, error) { return members, nil }}
 	}
@@ -182,16 +184,16 @@ func TestScopedTools(t *testing.T) {
 		}
 		return toolNames(tools)
 	}
-	if got := names(access("C2", "UALICE")); slices.Contains(got, "oncall__echo") || !slices.Contains(got, "open__echo") {
+	if got := names(accessAt("C2", "UALICE")); slices.Contains(got, "oncall__echo") || !slices.Contains(got, "open__echo") {
 		t.Errorf("in another channel: %v", got)
 	}
-	if got := names(access("C1", "UBOB")); slices.Contains(got, "oncall__echo") {
+	if got := names(accessAt("C1", "UBOB")); slices.Contains(got, "oncall__echo") {
 		t.Errorf("for a non-member: %v", got)
 	}
 	if c := mountOf(m.Manager, "T1", "oncall").liveConnection(); c != nil {
 		t.Error("a server nobody in scope asked for was contacted")
 	}
-	tools, err := m.ToolsFor(ctx, access("C1", "UALICE"))
+	tools, err := m.ToolsFor(ctx, accessAt("C1", "UALICE"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,11 +204,11 @@ func TestScopedTools(t *testing.T) {
 	}
 
 	// StatusAt says where the server is offered.
-	for _, st := range m.StatusAt(ctx, access("C2", "UALICE")) {
+	for _, st := range m.StatusAt(ctx, accessAt("C2", "UALICE")) {
 		switch {
 		case st.Here == nil:
 			t.Errorf("%s: no verdict", st.Name)
-		case st.Name == "oncall" && (st.Here.OK || st.Here.Reason != ScopeChannel || !slices.Equal(st.Scope.Usergroups, []string{"S1"})):
+		case st.Name == "oncall" && (st.Here.OK || st.Here.Reason != access.ScopeChannel || !slices.Equal(st.Scope.Usergroups, []string{"S1"})):
 			t.Errorf("oncall status = %+v, verdict %+v", st, *st.Here)
 		case st.Name == "open" && !st.Here.OK:
 			t.Errorf("open verdict %+v", *st.Here)
@@ -225,10 +227,10 @@ func TestScopedTools(t *testing.T) {
 	// A group membership change is seen through the resolver.
 	m.regs.set("T1", Registered{Name: "oncall", URL: url, Scope: Scope{Usergroups: []string{"S1"}}})
 	members = []string{"UBOB"}
-	if got := names(access("C1", "UALICE")); slices.Contains(got, "oncall__echo") {
+	if got := names(accessAt("C1", "UALICE")); slices.Contains(got, "oncall__echo") {
 		t.Errorf("after leaving the group: %v", got)
 	}
-	if got := names(access("C1", "UBOB")); !slices.Contains(got, "oncall__echo") {
+	if got := names(accessAt("C1", "UBOB")); !slices.Contains(got, "oncall__echo") {
 		t.Errorf("after joining the group: %v", got)
 	}
 	if now := mountOf(m.Manager, "T1", "oncall"); now != mt || now.liveConnection() == nil {
@@ -237,7 +239,7 @@ func TestScopedTools(t *testing.T) {
 
 	// A malformed registered scope offers nothing.
 	m.regs.set("T1", Registered{Name: "oncall", URL: url, Scope: Scope{Channels: []string{"#general"}}})
-	if got := names(access("C1", "UBOB")); slices.Contains(got, "oncall__echo") {
+	if got := names(accessAt("C1", "UBOB")); slices.Contains(got, "oncall__echo") {
 		t.Errorf("malformed scope offered: %v", got)
 	}
 	if !strings.Contains(m.logs.String(), "its scope is malformed") {

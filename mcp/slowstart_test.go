@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
 // runSlowServer is a stdio server that takes BOBBIN_SLOW_SECS to start,
@@ -72,7 +74,7 @@ func TestSlowStarterIsNotAFailure(t *testing.T) {
 	if got := toolNames(tools); !slices.Equal(got, []string{"demo__add_note", "demo__list_notes"}) {
 		t.Errorf("tools while slow starts = %v; want the demo server's", got)
 	}
-	if len(notReady) != 1 || notReady[0] != (NotReady{Server: "slow", State: StateStarting}) {
+	if len(notReady) != 1 || notReady[0] != (servers.NotReady{Server: "slow", State: StateStarting}) {
 		t.Errorf("not ready = %+v; want slow starting", notReady)
 	}
 	// Not a performance bound: the turn must not wait for the 15 s start

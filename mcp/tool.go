@@ -16,27 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ToolInfo describes one tool of a server for /bobbin mcp tools and for the
-// admin's approval of a registration.
-type ToolInfo struct {
-	// Name is the tool's name on its server; Exposed is the name the model
-	// sees (<server>__<tool>), empty from Probe.
-	Name        string
-	Exposed     string
-	Title       string
-	Description string
-	InputSchema json.RawMessage
-	Hints       agent.Hints
-	// Disabled is set when the definition differs from the pinned one (or the
-	// tool is new on an already-approved server); DisabledReason says which.
-	Disabled       bool
-	DisabledReason string
-	// Flags are the poisoning scanner's findings (Flag* constants).
-	Flags []string
-	// Hash is the pinned-definition hash of the current definition.
-	Hash string
-}
-
 // Reasons a tool is disabled.
 const (
 	ReasonChanged = "definition changed"
@@ -151,7 +130,7 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 	}
 	if t.access != nil {
 		if v := t.mt.m.scopeAt(ctx, t.mt, *t.access); !v.OK {
-			return "", nil, fmt.Errorf("tool %s is not available here: %s", t.spec.Name, v.describe())
+			return "", nil, fmt.Errorf("tool %s is not available here: %s", t.spec.Name, describeVerdict(v))
 		}
 	}
 	if t.mt.isDisabled(t.remote) {

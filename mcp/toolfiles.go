@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 )
 
 // Files a tool returns go to the person, not to the model: with a sharer
@@ -134,7 +135,7 @@ func uriBase(uri string) string {
 // requester on a per-user OAuth server.
 func (mt *mount) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
 	if mt.isOAuth() && mt.authMode() == AuthUser && mt.parent == nil {
-		r, ok := RequesterFrom(ctx)
+		r, ok := access.CallerFrom(ctx)
 		if !ok {
 			return nil, errNoRequester
 		}

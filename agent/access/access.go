@@ -1,7 +1,9 @@
 // Package access is the vocabulary of who a turn's tools are for: where
 // the turn runs and whose messages it answers. bot builds an Access (the
 // people's flags from users.info, user group members) and mcp checks its
-// servers' scopes against it, both with this one definition.
+// servers' scopes (Scope, Verdict) against it, both with this one
+// definition. The Caller of a tool call (WithCaller, CallerFrom) is how
+// the bot tells a tool who asked, and where.
 package access
 
 import "context"
@@ -39,4 +41,25 @@ type Person struct {
 	External bool
 	// Unverified: users.info could not be read; treated like a guest.
 	Unverified bool
+}
+
+// Caller is who asked for a tool call, and where: OAuth user mode acts as
+// User, and servers' questions go to them in Channel/Thread.
+type Caller struct {
+	Team, User, Channel, Thread string
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying who asked. The bot sets it on the
+// context of a turn; tool calls read it (CallerFrom).
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller set by WithCaller; ok is false when there
+// is none (or it names no user).
+func CallerFrom(ctx context.Context) (c Caller, ok bool) {
+	c, ok = ctx.Value(callerKey{}).(Caller)
+	return c, ok && c.User != ""
 }

@@ -3,182 +3,107 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
 )
 
 // registrations adapts the session store to mcp.RegistrationStore: the
-// servers admins registered from Slack, secrets decrypted only here.
+// servers admins registered from Slack, secrets decrypted only here. The
+// record is mcp's (mcp.Record); the store keeps it opaque and its errors
+// (session.ErrNotFound, ErrExists, ErrConflict, ErrNoSecretKey) pass
+// through to the bot.
 type registrations struct{ s *session.Store }
 
-func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.Registered, error) {
+func stored(r session.Registration) mcp.StoredRegistration {
+	return mcp.StoredRegistration{Name: r.Name, Record: r.Record, Secrets: r.Secrets, CreatedBy: r.CreatedBy}
+}
+
+func (r registrations) Registrations(ctx context.Context, team string) ([]mcp.StoredRegistration, error) {
 	regs, err := r.s.Registrations(ctx, team)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]mcp.Registered, 0, len(regs))
-	for _, reg := range regs {
-		url, headers, err := bot.RegisteredServer(reg)
-		if err != nil {
-			return nil, err // names the registration already
-		}
-		// The auth mode is in the bot's record as "auth" once the bot
-		// registers OAuth servers (absent: none).
-		var rec struct {
-			Auth string `json:"auth"`
-		}
-		_ = json.Unmarshal(reg.Record, &rec)
-		sc, err := bot.RegisteredScope(reg)
-		if err != nil {
-			return nil, err // a scope that cannot be read must not become no scope
-		}
-		out = append(out, mcp.Registered{Name: reg.Name, URL: url, Headers: headers, Auth: rec.Auth, CreatedBy: reg.CreatedBy,
-			Scope: mcpScope(sc)})
+	out := make([]mcp.StoredRegistration, len(regs))
+	for i, reg := range regs {
+		out[i] = stored(reg)
 	}
 	return out, nil
 }
 
-// mcpAdmin adapts *mcp.Manager to bot.MCPAdmin (the bot does not import
-// mcp).
+func (r registrations) Registration(ctx context.Context, team, name string) (mcp.StoredRegistration, error) {
+	reg, err := r.s.Registration(ctx, team, name)
+	return stored(reg), err
+}
+
+func (r registrations) AddRegistration(ctx context.Context, team string, reg mcp.StoredRegistration) error {
+	return r.s.PutRegistration(ctx, team, session.Registration{Name: reg.Name, Record: reg.Record, Secrets: reg.Secrets, CreatedBy: reg.CreatedBy})
+}
+
+// UpdateRegistration rewrites the record with the store's compare-and-set:
+// the registration read is replaced only if it is still the stored one.
+func (r registrations) UpdateRegistration(ctx context.Context, team, name string, update func(json.RawMessage) (json.RawMessage, error)) error {
+	reg, err := r.s.Registration(ctx, team, name)
+	if err != nil {
+		return err
+	}
+	if reg.Record, err = update(reg.Record); err != nil {
+		return err
+	}
+	return r.s.PutRegistration(ctx, team, reg)
+}
+
+func (r registrations) DeleteRegistration(ctx context.Context, team, name string) error {
+	return r.s.DeleteRegistration(ctx, team, name)
+}
+
+// mcpAdmin is *mcp.Manager as bot.MCPAdmin, MCPAuth and PolicyAdmin (the
+// bot does not import mcp): the Manager's own methods, values and errors
+// (agent/servers) as they are, and URLs validated with the bot's network
+// setting.
 type mcpAdmin struct {
-	m            *mcp.Manager
+	*mcp.Manager
 	allowPrivate bool
 }
 
-func (a mcpAdmin) Status(ctx context.Context, team string) []bot.ServerStatus {
-	return serverStatuses(a.m.Status(ctx, team))
-}
-
-// StatusFor is Status with user's OAuth connection states (bot.MCPAuth).
-func (a mcpAdmin) StatusFor(ctx context.Context, team, user string) []bot.ServerStatus {
-	return serverStatuses(a.m.StatusFor(ctx, team, user))
-}
-
-// StatusAt is Status with every server's scope verdict for a (the person
-// running /bobbin mcp list, where they run it).
-func (a mcpAdmin) StatusAt(ctx context.Context, acc bot.Access) []bot.ServerStatus {
-	return serverStatuses(a.m.StatusAt(ctx, acc))
-}
-
-func serverStatuses(st []mcp.ServerStatus) []bot.ServerStatus {
-	out := make([]bot.ServerStatus, len(st))
-	for i, s := range st {
-		out[i] = bot.ServerStatus{Name: s.Name, Source: s.Source, URL: s.URL, Transport: s.Transport, State: s.State,
-			Error: s.Error, Tools: s.Tools, Trusted: s.Trusted, Disabled: s.Disabled, Flagged: s.Flagged,
-			Scope: botScope(s.Scope), Auth: s.Auth}
-		if h := s.Here; h != nil {
-			out[i].Here = &bot.ScopeVerdict{OK: h.OK, Reason: h.Reason, Person: h.Person}
-		}
-		if s.OAuth != nil {
-			o := oauthState(*s.OAuth)
-			out[i].OAuth = &o
-		}
-	}
-	return out
-}
-
-func oauthState(o mcp.OAuthStatus) bot.OAuthState {
-	return bot.OAuthState{Mode: o.Mode, Connected: o.Connected, Reason: o.Reason, ConnectedBy: o.ConnectedBy}
-}
-
-func (a mcpAdmin) ConnectionState(ctx context.Context, team, server, user string) (bot.OAuthState, bool, error) {
-	st, ok, err := a.m.ConnectionState(ctx, team, server, user)
-	return oauthState(st), ok, mapErr(err)
-}
-
-func (a mcpAdmin) StartConnect(ctx context.Context, team, server, user string) (string, time.Time, error) {
-	link, exp, err := a.m.StartConnect(ctx, team, server, user)
-	return link, exp, mapErr(err)
-}
-
-func (a mcpAdmin) Disconnect(ctx context.Context, team, server, user string) error {
-	return mapErr(a.m.Disconnect(ctx, team, server, user))
-}
+// The bot finds MCPAuth, PolicyAdmin and ToolReporter by type assertion:
+// a signature that drifted would switch them off quietly.
+var (
+	_ bot.MCPAdmin     = mcpAdmin{}
+	_ bot.MCPAuth      = mcpAdmin{}
+	_ bot.PolicyAdmin  = mcpAdmin{}
+	_ bot.ToolReporter = mcpTools{}
+)
 
 // mcpTools adapts *mcp.Manager to bot.ToolSource: a turn gets the tools
 // of the servers whose scope allows its Access.
 type mcpTools struct{ m *mcp.Manager }
 
-func (t mcpTools) Tools(ctx context.Context, a bot.Access) ([]agent.Tool, error) {
+func (t mcpTools) Tools(ctx context.Context, a access.Access) ([]agent.Tool, error) {
 	return t.m.ToolsFor(ctx, a)
 }
 
 // ToolsReport implements bot.ToolReporter: the tools, and the servers
 // a turn goes without because they are still starting or failing.
-func (t mcpTools) ToolsReport(ctx context.Context, a bot.Access) ([]agent.Tool, []bot.NotReadyServer, error) {
-	tools, nr, err := t.m.ToolsReport(ctx, a)
-	out := make([]bot.NotReadyServer, len(nr))
-	for i, s := range nr {
-		out[i] = bot.NotReadyServer{Name: s.Server, State: s.State}
-	}
-	return tools, out, err
+func (t mcpTools) ToolsReport(ctx context.Context, a access.Access) ([]agent.Tool, []servers.NotReady, error) {
+	return t.m.ToolsReport(ctx, a)
 }
-
-func mcpScope(s bot.ServerScope) mcp.Scope {
-	return mcp.Scope{Channels: s.Channels, Users: s.Users, Usergroups: s.Usergroups, Guests: s.Guests, DM: s.DM}
-}
-
-func botScope(s mcp.Scope) bot.ServerScope {
-	return bot.ServerScope{Channels: s.Channels, Users: s.Users, Usergroups: s.Usergroups, Guests: s.Guests, DM: s.DM}
-}
-
-func toolInfos(ts []mcp.ToolInfo) []bot.ToolInfo {
-	out := make([]bot.ToolInfo, len(ts))
-	for i, t := range ts {
-		out[i] = bot.ToolInfo{Name: t.Name, Exposed: t.Exposed, Title: t.Title, Description: t.Description,
-			InputSchema: t.InputSchema, Hints: t.Hints, Disabled: t.Disabled, DisabledReason: t.DisabledReason, Flags: t.Flags}
-	}
-	return out
-}
-
-func (a mcpAdmin) ServerTools(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
-	ts, err := a.m.ServerTools(ctx, team, server)
-	return toolInfos(ts), mapErr(err)
-}
-
-func (a mcpAdmin) Probe(ctx context.Context, name, url string, headers map[string]string) ([]bot.ToolInfo, error) {
-	ts, err := a.m.Probe(ctx, name, url, headers)
-	return toolInfos(ts), mapErr(err)
-}
-
-func (a mcpAdmin) Approve(ctx context.Context, team, server string) ([]bot.ToolInfo, error) {
-	ts, err := a.m.Approve(ctx, team, server)
-	return toolInfos(ts), mapErr(err)
-}
-
-func (a mcpAdmin) Invalidate(team string) { a.m.Invalidate(team) }
 
 func (a mcpAdmin) ValidateURL(raw string) error {
 	return mcp.ValidateRegistrationURL(raw, a.allowPrivate)
 }
 
-// mapErr turns the mcp errors the bot branches on into the bot's.
-func mapErr(err error) error {
-	for _, m := range [...]struct{ from, to error }{
-		{mcp.ErrUnknownServer, bot.ErrUnknownServer},
-		{mcp.ErrOAuthUnavailable, bot.ErrOAuthUnavailable},
-		{mcp.ErrNeedsOAuth, bot.ErrNeedsOAuth},
-		{mcp.ErrNotConnected, bot.ErrNotConnected},
-	} {
-		if errors.Is(err, m.from) {
-			return fmt.Errorf("%w: %w", m.to, err)
-		}
-	}
-	return err
-}
-
 // mcpOAuth wires OAuth for MCP servers: the session store keeps sealed
 // tokens, states, locks and wake-ups; the audit stream gets connects,
 // disconnects and refresh failures. Without PUBLIC_URL, OAuth servers are
-// refused (mcp.ErrOAuthUnavailable). The Connect prompt (Prompter) is the
-// bot's (slackSeams).
+// refused (servers.ErrOAuthUnavailable). The Connect prompt (Prompter) is
+// the bot's (slackSeams).
 func mcpOAuth(store *session.Store, publicURL string, prompter mcp.ConnectPrompter, timeout time.Duration, log *slog.Logger) mcp.OAuthOptions {
 	return mcp.OAuthOptions{
 		PublicURL:      publicURL,

@@ -117,7 +117,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Store:              store,
 		Agent:              ag,
 		Tools:              mcpTools{mgr},
-		MCP:                mcpAdmin{m: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks},
+		MCP:                mcpAdmin{Manager: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks},
 		ApprovalTimeout:    cfg.ApprovalTimeout,
 		UsergroupCacheTTL:  cfg.UsergroupCacheTTL,
 		ToolFileMaxBytes:   cfg.ToolFileMaxBytes,
@@ -143,7 +143,6 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		ThreadCache:           threadCache(store, cfg), // slackctx.go
 		ContextWindow:         cfg.LLMContextWindow,
 		Tokens:                tokenCounter(cfg.LLMModel),
-		ToolContext:           mcp.WithRequester,
 		CheckForm:             checkForm,
 		Profiles:              profileOptions(cfg, profiles, log),
 		Tracer:                tr.tracer,

@@ -27,7 +27,7 @@ func (s *slackSeams) PromptConnect(ctx context.Context, p mcp.ConnectPrompt) err
 	if b == nil {
 		return errNoBot
 	}
-	r := p.Requester
+	r := p.Caller
 	return b.Prompts().PromptConnect(ctx, ask.ConnectRequest{Team: r.Team, User: r.User, Channel: r.Channel, Thread: r.Thread,
 		Server: p.Server, Mode: p.Mode, URL: p.URL, Reason: p.Reason, Expires: p.Expires})
 }
@@ -38,7 +38,7 @@ func (s *slackSeams) Elicit(ctx context.Context, q mcp.Elicitation) (mcp.ElicitA
 	if b == nil {
 		return mcp.ElicitAnswer{Action: mcp.ActionCancel}, errNoBot
 	}
-	r := q.Requester
+	r := q.Caller
 	bq := ask.Question{Team: r.Team, User: r.User, Channel: r.Channel, Thread: r.Thread,
 		Server: q.Server, Mode: q.Mode, Message: q.Message, URL: q.URL}
 	if q.Schema != nil {

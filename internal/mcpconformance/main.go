@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -102,7 +103,7 @@ func run(ctx context.Context, log *slog.Logger, scenario, serverURL string, cctx
 	defer mgr.Close()
 	browser.callback = mgr.CallbackHandler(nil)
 
-	ctx = mcp.WithRequester(ctx, team, admin, "CCONF", "1700000000.000100")
+	ctx = access.WithCaller(ctx, access.Caller{Team: team, User: admin, Channel: "CCONF", Thread: "1700000000.000100"})
 	if sc.Auth != "" {
 		// The admin's Connect button (the answer to /bobbin mcp add).
 		link, _, err := mgr.StartConnect(ctx, team, server, admin)
