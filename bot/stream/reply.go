@@ -48,7 +48,8 @@ type Budget interface {
 }
 
 // Options configure one reply. API, Budget and Sessions are shared by the
-// replies of a bot; the func fields are optional.
+// replies of a bot (Budget defaults to API's governor); the func fields
+// are optional.
 type Options struct {
 	API      *slackapi.Client
 	Budget   Budget
@@ -164,6 +165,9 @@ func New(o Options) *Reply {
 	}
 	if o.Sessions == nil {
 		o.Sessions = &Sessions{}
+	}
+	if o.Budget == nil && o.API != nil {
+		o.Budget = o.API.Governor()
 	}
 	o.EditInterval = cmp.Or(o.EditInterval, time.Second)
 	r := &Reply{
