@@ -30,11 +30,11 @@ func TestEscClip(t *testing.T) {
 
 func TestArgsSummary(t *testing.T) {
 	for in, want := range map[string]string{
-		"":                      "",
-		"{}":                    "",
-		"null":                  "",
+		"":                       "",
+		"{}":                     "",
+		"null":                   "",
 		"{\n  \"q\": \"a<b\"\n}": `{"q":"a&lt;b"}`,
-		"not json   at\nall":    "not json at all",
+		"not json   at\nall":     "not json at all",
 	} {
 		if got := argsSummary(in); got != want {
 			t.Errorf("argsSummary(%q) = %q, want %q", in, got, want)
@@ -47,7 +47,9 @@ func TestArgsSummary(t *testing.T) {
 func TestTaskProgress(t *testing.T) {
 	k := session.ThreadKey{Team: "T", Channel: "C", ThreadTS: "1"}
 	r := New(Options{Thread: k, Mode: Native})
-	call := func(id string) provider.ToolCall { return provider.ToolCall{ID: id, Name: "search", Arguments: `{"q":"x"}`} }
+	call := func(id string) provider.ToolCall {
+		return provider.ToolCall{ID: id, Name: "search", Arguments: `{"q":"x"}`}
+	}
 	r.Observe(agent.Event{Kind: agent.EventToolStarted, Call: call("a")})
 	r.Observe(agent.Event{Kind: agent.EventToolFinished, Call: call("a"), IsError: true, Text: "boom"})
 	r.Observe(agent.Event{Kind: agent.EventToolStarted, Call: call("b")})
