@@ -148,6 +148,8 @@ type Reply struct {
 	finalPiece string
 }
 
+var _ agent.Observer = (*Reply)(nil)
+
 // postedMsg is one message of the reply.
 type postedMsg struct {
 	ts       string
