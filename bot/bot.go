@@ -21,6 +21,7 @@ import (
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
+	"github.com/bobbinbot/bobbin/bot/stream"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -255,8 +256,8 @@ type Bot struct {
 
 	// files downloads shared files (download.go).
 	files *fileFetcher
-	// agents: workspaces refusing agent sessions (agentsession.go).
-	agents agentSessions
+	// agents: workspaces refusing agent sessions (bot/stream).
+	agents stream.Sessions
 }
 
 // New checks opts and builds a Bot. It does not contact Slack.

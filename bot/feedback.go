@@ -55,14 +55,6 @@ func feedbackBlock() slack.Block {
 	return slack.NewContextActionsBlock("bobbin_feedback", slack.NewFeedbackButtonsBlockElement(actionFeedback, up, down))
 }
 
-// feedbackFor reports whether a piece of the reply gets the feedback
-// buttons: the last piece of the final answer, in a message with blocks
-// (a native stream's message, edited with markdown_text, cannot carry
-// them; its stopStream does, stream_native.go).
-func (r *streamer) feedbackFor(content string, live, markdownText bool) bool {
-	return !live && !markdownText && r.finalPiece != "" && content == r.finalPiece
-}
-
 // feedbackStore is the store side of feedback votes (session/feedback.go).
 type feedbackStore interface {
 	Vote(ctx context.Context, team string, v session.Vote) error

@@ -22,6 +22,9 @@ func TestImportsSubtree(t *testing.T) {
 	importcheck.Forbid(t, "./slackapi", m+"/bot/internal", m+"/agent", m+"/mcp", m+"/provider", m+"/cmd", m+"/internal", importcheck.MCPSDK)
 	importcheck.ForbidExcept(t, "./slackapi", m+"/bot", m+"/bot/mrkdwn")
 	importcheck.Forbid(t, "./mrkdwn", m, importcheck.GoRedis, importcheck.MCPSDK)
+	// Feature packages never import the app or one another.
+	importcheck.ForbidExcept(t, "./stream", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
+	importcheck.Forbid(t, "./stream", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 	importcheck.Forbid(t, "./internal/jobs", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
 	// bot/ask: prompts in a thread (approvals, questions, Connect).
 	importcheck.ForbidExcept(t, "./ask", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")

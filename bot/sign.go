@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
+	"github.com/bobbinbot/bobbin/session"
 )
 
 // A sign of life for every mention within a second, at any load (issue
@@ -49,17 +51,17 @@ type lifeSign struct {
 	doneOnce  sync.Once
 }
 
-// startSign arms the sign for the reply r to m. It returns nil when m
-// needs none (assistant threads show their status line; no message ts).
-func (b *Bot) startSign(ctx context.Context, r *streamer, m inbound) *lifeSign {
-	if r.assistant || m.TS == "" || m.Channel == "" {
+// startSign arms the sign for the reply to m in thread k; the reply
+// calls shown when it first posts (newReply). It returns nil when m needs
+// none (assistant threads show their status line; no message ts).
+func (b *Bot) startSign(ctx context.Context, k session.ThreadKey, m inbound) *lifeSign {
+	if strings.HasPrefix(k.Channel, "D") || m.TS == "" || m.Channel == "" {
 		return nil
 	}
 	s := &lifeSign{
-		b: b, team: r.k.Team, channel: m.Channel, ts: m.TS, user: m.User, thread: r.k.ThreadTS,
+		b: b, team: k.Team, channel: m.Channel, ts: m.TS, user: m.User, thread: k.ThreadTS,
 		shownC: make(chan struct{}), doneC: make(chan struct{}),
 	}
-	r.sign = s
 	received := m.Received
 	if received.IsZero() {
 		received = time.Now()

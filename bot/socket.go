@@ -11,6 +11,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
+
+	"github.com/bobbinbot/bobbin/bot/stream"
 )
 
 // ackBudget bounds recording plus acking one envelope: Slack wants the ack
@@ -210,7 +212,7 @@ func (b *Bot) interactive(ctx, turnCtx context.Context, raw json.RawMessage) any
 				continue
 			}
 			switch a.ActionID {
-			case actionStop:
+			case stream.ActionStop:
 				b.stopClicked(ctx, cb, a.Value)
 			case actionFeedback:
 				b.feedbackClicked(ctx, cb, a) // feedback.go

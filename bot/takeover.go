@@ -71,61 +71,6 @@ func (b *Bot) scanOrphans(ctx, turnCtx context.Context) {
 	}
 }
 
-// guardStreamer makes r check the lease before every Slack write and
-// record the reply's ts as soon as it is posted: a replica that lost the
-// thread (paused past its TTL, partitioned) stops writing at its first
-// attempt, and the next holder finds the message to finish.
-func (b *Bot) guardStreamer(r *streamer, lease *session.Lease, turnID string) {
-	r.guard = lease.Renew
-	ts := b.store
-	k, fence := lease.Key(), lease.Token()
-	r.onPost = func(ctx context.Context, msgTS string) {
-		if err := ts.SaveReply(ctx, k, fence, turnID, msgTS); err != nil {
-			b.log.Debug("bot: recording the reply ts failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
-		}
-	}
-}
-
-// allowed reports whether the streamer may write to Slack: not once the
-// lease is known lost. Other failures (Redis briefly away) do not stop the
-// reply: the fencing token still guards the transcript.
-//
-// A renewal that succeeded is trusted for guardFresh: the lease then runs
-// for at least LEASE_TTL (≥ 1 s) from it, and no other replica can take
-// it before it expires, so a stream of edits costs one Redis round trip
-// each (the budget), not two.
-func (r *streamer) allowed(ctx context.Context) bool {
-	if r.lost {
-		return false
-	}
-	if r.guard == nil || (!r.guardOK.IsZero() && time.Since(r.guardOK) < guardFresh) {
-		return true
-	}
-	err := r.guard(ctx)
-	if errors.Is(err, session.ErrLeaseLost) {
-		r.lost = true
-		r.b.log.Info("bot: thread lease lost; not writing to Slack", threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS)...)
-		return false
-	}
-	if err == nil {
-		r.guardOK = time.Now()
-	}
-	return true
-}
-
-// guardFresh is how long a successful lease renewal vouches for writes
-// (half the shortest LEASE_TTL).
-const guardFresh = 500 * time.Millisecond
-
-// posted records the first message of the reply with onPost.
-func (r *streamer) recordPost(ctx context.Context, ts string) {
-	r.sign.shown()
-	if r.onPost != nil && !r.reported {
-		r.reported = true
-		r.onPost(ctx, ts)
-	}
-}
-
 // resumeInterrupted runs once after a worker acquired a thread: if the
 // last turn did not finish (its replica died or handed it over), it is
 // resumed from the transcript before queued messages are served.
@@ -154,13 +99,9 @@ func (b *Bot) resumeInterrupted(ctx context.Context, lease *session.Lease) {
 		// The answer was complete; only its delivery (or the record of
 		// it) was cut short. Finish the same message: editing it with the
 		// same text is harmless, posting it again would be a duplicate.
-		r := newStreamer(b, k, inbound{User: meta.RequesterID})
-		b.guardStreamer(r, lease, meta.TurnID)
-		if old != "" {
-			r.posted = []postedMsg{{ts: old}}
-		}
-		r.finish(ctx, last.Content, "")
-		b.endTurn(ctx, lease, meta, phaseDone, r.replyTS())
+		r := b.newReply(lease, meta.TurnID, inbound{User: meta.RequesterID}, nil, old) // reply.go
+		r.Finish(ctx, last.Content, "")
+		b.endTurn(ctx, lease, meta, phaseDone, r.TS())
 		return
 	}
 	// The half-streamed message: mark it, the answer follows below.

@@ -18,6 +18,7 @@ import (
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
+	"github.com/bobbinbot/bobbin/bot/stream"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -249,12 +250,11 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	b.cancels.add(k, cancel)
 	defer b.cancels.remove(k)
 
-	r := newStreamer(b, k, who)
-	b.guardStreamer(r, lease, meta.TurnID)
-	sign := b.startSign(ctx, r, who)
+	sign := b.startSign(ctx, k, who) // sign.go
 	defer sign.done()
+	r := b.newReply(lease, meta.TurnID, who, sign, "") // reply.go
 	var loop sync.WaitGroup
-	loop.Go(func() { r.loop(turnCtx) })
+	loop.Go(func() { r.Run(turnCtx) })
 
 	anchor := agent.Anchor{Model: meta.Model, Messages: meta.AnchorMessages, InputTokens: meta.AnchorInput}
 	if meta.Extra != nil {
@@ -305,7 +305,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 	// The final text must arrive even when the turn was cancelled.
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer fcancel()
-	r.close()
+	r.Close()
 	loop.Wait()
 	footer := ""
 	phase := phaseDone
@@ -320,7 +320,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 			footer = strings.TrimSpace(footer + "\n" + nr)
 		}
 	case errors.As(cause, &stop):
-		footer = "_Stopped by " + maskedUser(stop.user) + "._"
+		footer = "_Stopped by " + stream.MaskUser(stop.user) + "._"
 	case errors.Is(cause, errShutdown):
 		// Handed over (serveThread): another replica resumes the turn.
 		footer = "_Interrupted: the bot is restarting. The answer continues below._"
@@ -331,13 +331,13 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		log.Error("bot: turn failed", "err", runErr, "outcome", res.Outcome.String())
 		footer = failureFooter(runErr)
 	}
-	r.finish(fctx, res.Text, footer)
+	r.Finish(fctx, res.Text, footer)
 	sign.done()
 
 	mu.Lock()
 	final := meta
 	mu.Unlock()
-	b.endTurn(fctx, lease, final, phase, r.replyTS())
+	b.endTurn(fctx, lease, final, phase, r.TS())
 
 	outcome := res.Outcome.String()
 	if errors.As(cause, &stop) {

@@ -48,7 +48,7 @@ var webMethods = []WebMethod{
 	// context: public and private channels (never DMs).
 	{"conversations.info", []string{"GetConversationInfo", "GetConversationInfoContext"}, []string{"channels:read", "groups:read"}},
 	{"views.open", []string{"OpenView", "OpenViewContext"}, nil},
-	// Agent sessions (bot/agentsession.go): status and, at creation, title.
+	// Agent sessions (bot/stream/session.go): status and, at creation, title.
 	{"agents.sessions.setStatus", []string{"SetAgentSessionStatus", "SetAgentSessionStatusContext"}, []string{"chat:write"}},
 	{"assistant.threads.setTitle", []string{"SetAssistantThreadsTitle", "SetAssistantThreadsTitleContext"}, []string{"assistant:write"}},
 	// A thread's earlier messages (threadctx.go), in every conversation

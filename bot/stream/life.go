@@ -1,4 +1,4 @@
-package bot
+package stream
 
 // Streams and Slack's lifetime (reference slack-agents-2026.md §3). Slack
 // finalizes a native stream about 5 minutes after it starts; appends and
@@ -8,13 +8,13 @@ package bot
 // stream is closed before the wait: the text so far stays in the stream's
 // message (rewritten with chat.update to be sure it is whole) and the rest
 // of the answer goes below the prompt in messages of its own (edit path,
-// stream.go). Streams that run into the limit anyway (a slow model, a slow
+// reply.go). Streams that run into the limit anyway (a slow model, a slow
 // tool) fall back the same way on the first refused call, or before
 // nativeLifetime; the final text is therefore always complete.
 
 // waitsOnPerson reports whether the turn has waited, or waits, on a
 // person since the reply started: the answer is then split at the prompt.
-func (r *streamer) waitsOnPerson() bool {
+func (r *Reply) waitsOnPerson() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.breaks) > 0

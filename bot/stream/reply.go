@@ -1,8 +1,10 @@
-package bot
+package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -16,12 +18,72 @@ import (
 	"github.com/bobbinbot/bobbin/session"
 )
 
-// Action ids of the bot's buttons.
-const actionStop = "bobbin_stop"
+// ActionStop is the action id of the Stop button of a live reply; its
+// value is the thread's session.ThreadKey.String(). The root routes its
+// clicks (it needs the Bot: who may stop, the running turns).
+const ActionStop = "bobbin_stop"
 
 // thinkingDelay is how long a turn may stay silent before a status message
 // appears.
 const thinkingDelay = 800 * time.Millisecond
+
+// Mode is how a reply is rendered: Edit (post and edit messages), Native
+// (chat.startStream/appendStream/stopStream, then edits) or Auto (native).
+type Mode string
+
+// The modes (bot.Options.StreamMode's values).
+const (
+	Edit   Mode = "edit"
+	Native Mode = "native"
+	Auto   Mode = "auto"
+)
+
+// Budget is the governor's side a reply needs: the rate of chat.update
+// and the live slots of the workspace (*slackapi.Governor).
+type Budget interface {
+	Limit(method string) slackapi.RateLimit
+	Factor(team, method string) float64
+	LiveSlots(team, pool string) int
+	ReleaseSlot(ctx context.Context, team string, s *slackapi.Slot)
+}
+
+// Options configure one reply. API, Budget and Sessions are shared by the
+// replies of a bot (Budget defaults to API's governor); the func fields
+// are optional.
+type Options struct {
+	API      *slackapi.Client
+	Budget   Budget
+	Sessions *Sessions
+	// Thread is the thread the reply goes into; Requester the person it
+	// answers (a native stream's recipient, a new session's initiator).
+	Thread    session.ThreadKey
+	Requester string
+	// Title is a new agent session's title (the first question).
+	Title string
+	Mode  Mode
+	// EditInterval is the least time between two edits of one message.
+	EditInterval time.Duration
+	// Feedback is the block the final message carries (the 👍/👎
+	// buttons); nil for none.
+	Feedback slack.Block
+	// Existing is the first message of a reply posted before (a turn
+	// taken over): Finish edits it instead of posting a new one.
+	Existing string
+	// Guard, when set, is checked before every Slack write (the thread
+	// lease's Renew): session.ErrLeaseLost stops all writes.
+	Guard func(context.Context) error
+	// OnPost learns the reply's first ts as soon as it is posted.
+	OnPost func(ctx context.Context, ts string)
+	// UserStopped is called when the person stopped a native stream
+	// with Slack's own stop (stopped_by_user): the turn should end.
+	UserStopped func()
+	// ToolCall counts a finished tool call (decision, "ok"|"error");
+	// FirstText observes the time from the first text delta to the
+	// reply showing text.
+	ToolCall  func(decision, result string)
+	FirstText func(time.Duration)
+	Logger    *slog.Logger
+}
 
 // Delivery within the budget. A reply shows partial text (and its Stop
 // button) only while it holds a live slot of the workspace (session
@@ -34,11 +96,13 @@ const thinkingDelay = 800 * time.Millisecond
 // spaced by how many live replies share the budget, and skipped when the
 // budget has no room to spare.
 
-// streamer renders one turn into the thread. It implements agent.Observer:
-// Observe only records and signals (lossy progress); loop coalesces the text
-// into Slack calls; finish delivers the final text (must-deliver).
-type streamer struct {
-	b         *Bot
+// Reply renders one turn into the thread. It implements agent.Observer:
+// Observe only records and signals (lossy progress); Run coalesces the
+// text into Slack calls; Finish delivers the final text (must-deliver).
+type Reply struct {
+	o         Options
+	api       *slackapi.Client
+	log       *slog.Logger
 	k         session.ThreadKey
 	requester string
 	assistant bool // a DM or assistant thread: status via setStatus
@@ -59,7 +123,7 @@ type streamer struct {
 	stop      chan struct{}
 	stopOnce  sync.Once
 
-	// Owned by loop, then by finish.
+	// Owned by Run, then by Finish.
 	posted    []postedMsg
 	ns        nativeStream
 	shownText bool
@@ -73,21 +137,18 @@ type streamer struct {
 	// are then spaced by how many live replies share chat.update.
 	refused time.Time
 
-	// guard, when set, is checked before every Slack write (the lease's
-	// Renew); onPost learns the reply's first ts (takeover.go).
-	guard    func(context.Context) error
+	// The lease guard (Options.Guard, Options.OnPost; guard.go).
 	guardOK  time.Time
-	onPost   func(ctx context.Context, ts string)
 	lost     bool
 	reported bool
-	// as is the thread's agent session (agentsession.go).
+	// as is the thread's agent session (session.go).
 	as sessionState
 	// finalPiece is the last piece of the final answer: it carries the
-	// feedback buttons (feedback.go).
+	// feedback buttons.
 	finalPiece string
-	// sign is the reply's sign of life (sign.go), nil when none.
-	sign *lifeSign
 }
+
+var _ agent.Observer = (*Reply)(nil)
 
 // postedMsg is one message of the reply.
 type postedMsg struct {
@@ -99,25 +160,41 @@ type postedMsg struct {
 	markdownText bool
 }
 
-func newStreamer(b *Bot, k session.ThreadKey, m inbound) *streamer {
-	mode := b.opts.StreamMode
-	return &streamer{
-		b:         b,
-		k:         k,
-		requester: m.User,
-		assistant: strings.HasPrefix(k.Channel, "D"),
-		native:    mode == StreamNative || mode == StreamAuto,
+// New returns the renderer of a reply into o.Thread.
+func New(o Options) *Reply {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Sessions == nil {
+		o.Sessions = &Sessions{}
+	}
+	if o.Budget == nil && o.API != nil {
+		o.Budget = o.API.Governor()
+	}
+	o.EditInterval = cmp.Or(o.EditInterval, time.Second)
+	r := &Reply{
+		o:         o,
+		api:       o.API,
+		log:       o.Logger,
+		k:         o.Thread,
+		requester: o.Requester,
+		assistant: strings.HasPrefix(o.Thread.Channel, "D"),
+		native:    o.Mode == Native || o.Mode == Auto,
 		start:     time.Now(),
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		slotID:    newID(),
 		held:      map[string]bool{},
-		as:        sessionState{title: threadTitle(m.Text)},
+		as:        sessionState{title: o.Title},
 	}
+	if o.Existing != "" {
+		r.posted = []postedMsg{{ts: o.Existing}}
+	}
+	return r
 }
 
 // Observe records progress; it never blocks.
-func (r *streamer) Observe(ev agent.Event) {
+func (r *Reply) Observe(ev agent.Event) {
 	r.mu.Lock()
 	switch ev.Kind {
 	case agent.EventStep:
@@ -148,7 +225,9 @@ func (r *streamer) Observe(ev agent.Event) {
 		if ev.IsError {
 			result = "error"
 		}
-		r.b.m.ToolCalls.WithLabelValues(ev.Decision.String(), result).Inc()
+		if r.o.ToolCall != nil {
+			r.o.ToolCall(ev.Decision.String(), result)
+		}
 		r.taskProgress(ev)
 	case agent.EventCompacted:
 		r.status = "Summarizing the earlier conversation…"
@@ -167,7 +246,7 @@ func toolName(ev agent.Event) string {
 	return ev.Call.Name
 }
 
-func (r *streamer) snapshot() (text, status string) {
+func (r *Reply) snapshot() (text, status string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.text.String(), r.status
@@ -176,7 +255,7 @@ func (r *streamer) snapshot() (text, status string) {
 // pieces splits text into the reply's messages: each stretch between two
 // approval prompts on its own (so the answer reads in the thread's order),
 // each stretch cut to Slack's size.
-func (r *streamer) pieces(text string) []string {
+func (r *Reply) pieces(text string) []string {
 	r.mu.Lock()
 	breaks := slices.Clone(r.breaks)
 	r.mu.Unlock()
@@ -198,10 +277,10 @@ func (r *streamer) pieces(text string) []string {
 	return out
 }
 
-// loop coalesces progress into Slack calls until close. Every call it
-// makes is lossy and tried once: it never blocks on the budget.
-func (r *streamer) loop(ctx context.Context) {
-	tick := time.NewTicker(max(r.b.opts.EditInterval/4, 50*time.Millisecond))
+// Run coalesces progress into Slack calls until Close or ctx ends. Every
+// call it makes is lossy and tried once: it never blocks on the budget.
+func (r *Reply) Run(ctx context.Context) {
+	tick := time.NewTicker(max(r.o.EditInterval/4, 50*time.Millisecond))
 	defer tick.Stop()
 	lastStatus := ""
 	for {
@@ -230,23 +309,25 @@ func (r *streamer) loop(ctx context.Context) {
 }
 
 // onScreen reports whether the reply already shows text.
-func (r *streamer) onScreen() bool { return r.shownText }
+func (r *Reply) onScreen() bool { return r.shownText }
 
-// close stops the loop; finish may run after it returns.
-func (r *streamer) close() { r.stopOnce.Do(func() { close(r.stop) }) }
+// Close stops Run; Finish may run once Run has returned.
+func (r *Reply) Close() { r.stopOnce.Do(func() { close(r.stop) }) }
 
-// replyTS is the first message of the reply ("" if none).
-func (r *streamer) replyTS() string {
+// TS is the first message of the reply ("" if none). It is read after
+// Finish (or while nothing else runs).
+func (r *Reply) TS() string {
 	if len(r.posted) > 0 {
 		return r.posted[0].ts
 	}
 	return r.ns.ts
 }
 
-// finish delivers the final answer: the streamed text (or final when the
+// Finish delivers the final answer: the streamed text (or final when the
 // stream showed none) followed by footer. It waits for budget, and through
-// rate limits, until ctx ends; then the reply's live slots go back.
-func (r *streamer) finish(ctx context.Context, final, footer string) {
+// rate limits, until ctx ends; then the reply's live slots go back. Call
+// it after Run has returned (Close, then wait).
+func (r *Reply) Finish(ctx context.Context, final, footer string) {
 	r.mu.Lock()
 	if strings.TrimSpace(r.text.String()) == "" && final != "" {
 		r.text.WriteString(stripMasks(final))
@@ -265,7 +346,7 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 	r.flush(ctx, true)
 	r.endSession(ctx)
 	for pool := range r.held {
-		r.b.gov.ReleaseSlot(ctx, r.k.Team, r.slot(pool))
+		r.o.Budget.ReleaseSlot(ctx, r.k.Team, r.slot(pool))
 	}
 	clear(r.held)
 	if r.assistant {
@@ -274,7 +355,7 @@ func (r *streamer) finish(ctx context.Context, final, footer string) {
 }
 
 // slot is the reply's slot in pool.
-func (r *streamer) slot(pool string) *slackapi.Slot {
+func (r *Reply) slot(pool string) *slackapi.Slot {
 	for _, p := range slackapi.LivePools {
 		if p.Pool == pool {
 			return &slackapi.Slot{Pool: pool, ID: r.slotID, Cover: p.Cover}
@@ -284,19 +365,19 @@ func (r *streamer) slot(pool string) *slackapi.Slot {
 }
 
 // mayGoLive reports whether a lossy call may try for a slot in pool now.
-func (r *streamer) mayGoLive(pool string) bool {
+func (r *Reply) mayGoLive(pool string) bool {
 	return r.held[pool] || !time.Now().Before(r.noSlot)
 }
 
 // lossyOutcome files the result of a lossy call that did not go through:
 // no slot (try again in a while), no budget or a 429 (back off).
-func (r *streamer) lossyOutcome(pool string, err error) {
+func (r *Reply) lossyOutcome(pool string, err error) {
 	var be slackapi.BudgetError
 	var rl *slack.RateLimitedError
 	switch {
 	case errors.Is(err, slackapi.ErrNoSlot):
 		delete(r.held, pool)
-		r.noSlot = time.Now().Add(max(r.b.opts.EditInterval/2, 100*time.Millisecond))
+		r.noSlot = time.Now().Add(max(r.o.EditInterval/2, 100*time.Millisecond))
 	case errors.As(err, &be):
 		r.refused = time.Now()
 		r.backoff = r.refused.Add(max(be.Wait, 50*time.Millisecond))
@@ -310,7 +391,7 @@ func (r *streamer) lossyOutcome(pool string, err error) {
 // flush brings Slack up to date. Lossy (final=false) flushes make only the
 // calls that are due and within the budget; the final flush waits for
 // budget.
-func (r *streamer) flush(ctx context.Context, final bool) {
+func (r *Reply) flush(ctx context.Context, final bool) {
 	text, status := r.snapshot()
 	if r.native && !r.ns.failed {
 		if r.flushNative(ctx, text, final) {
@@ -380,7 +461,7 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 		// The answer needs fewer messages than were posted (rare: a split
 		// point moved): nothing stale may stay.
 		for _, p := range r.posted[len(pieces):] {
-			_ = r.b.slack.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatDelete}, func(ctx context.Context, api *slack.Client) error {
+			_ = r.api.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatDelete}, func(ctx context.Context, api *slack.Client) error {
 				_, _, err := api.DeleteMessageContext(ctx, r.k.Channel, p.ts)
 				return err
 			})
@@ -394,14 +475,14 @@ func (r *streamer) flush(ctx context.Context, final bool) {
 // turned an edit down, the live replies sharing it take turns (each edits
 // once per their number of emission intervals), so that together they use
 // the whole rate and none starves.
-func (r *streamer) editSpacing() time.Duration {
-	d := r.b.opts.EditInterval
-	l := r.b.gov.Limit(slackapi.ChatUpdate)
+func (r *Reply) editSpacing() time.Duration {
+	d := r.o.EditInterval
+	l := r.o.Budget.Limit(slackapi.ChatUpdate)
 	if l.Off || l.PerMinute <= 0 {
 		return d
 	}
-	n := max(1, r.b.gov.LiveSlots(r.k.Team, slackapi.PoolEdit))
-	f := r.b.gov.Factor(r.k.Team, slackapi.ChatUpdate)
+	n := max(1, r.o.Budget.LiveSlots(r.k.Team, slackapi.PoolEdit))
+	f := r.o.Budget.Factor(r.k.Team, slackapi.ChatUpdate)
 	share := time.Duration(n) * time.Duration(float64(time.Minute)/(float64(l.PerMinute)*f))
 	if time.Since(r.refused) > 2*share {
 		return d
@@ -423,7 +504,7 @@ func renderKey(content, status string, live, markdownText bool) string {
 // msgOptions renders a piece of the answer: a markdown block (standard
 // Markdown, escaped), an optional status context line and Stop button, and
 // the mrkdwn text fallback; link and media unfurls off.
-func (r *streamer) msgOptions(content, status string, live, markdownText bool) []slack.MsgOption {
+func (r *Reply) msgOptions(content, status string, live, markdownText bool) []slack.MsgOption {
 	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 	if markdownText {
 		// markdown_text excludes text and blocks (markdown_text_conflict).
@@ -437,10 +518,10 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(status)+"_", false, false)))
 	}
 	if r.feedbackFor(content, live, markdownText) {
-		blocks = append(blocks, feedbackBlock())
+		blocks = append(blocks, r.o.Feedback)
 	}
 	if live {
-		btn := slack.NewButtonBlockElement(actionStop, r.k.String(), slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false))
+		btn := slack.NewButtonBlockElement(ActionStop, r.k.String(), slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false))
 		btn.Style = slack.StyleDanger
 		blocks = append(blocks, slack.NewActionBlock("bobbin_controls", btn))
 	}
@@ -449,6 +530,14 @@ func (r *streamer) msgOptions(content, status string, live, markdownText bool) [
 		fallback = mrkdwn.EscapeText(status)
 	}
 	return append(opts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(fallback, false))
+}
+
+// feedbackFor reports whether a piece of the reply gets the feedback
+// buttons: the last piece of the final answer, in a message with blocks
+// (a native stream's message, edited with markdown_text, cannot carry
+// them; its stopStream does, native.go).
+func (r *Reply) feedbackFor(content string, live, markdownText bool) bool {
+	return r.o.Feedback != nil && !live && !markdownText && r.finalPiece != "" && content == r.finalPiece
 }
 
 // maxAttempts bounds how often a must-deliver post or edit is retried
@@ -460,7 +549,7 @@ const maxAttempts = 3
 // post adds a message to the reply; false when it did not (the next flush
 // tries again). A live piece needs a live slot; interim posts are lossy,
 // the final ones must-deliver.
-func (r *streamer) post(ctx context.Context, content, status string, live, final bool) bool {
+func (r *Reply) post(ctx context.Context, content, status string, live, final bool) bool {
 	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatPostMessage, Channel: r.k.Channel}
 	if !final {
 		c.Prio = slackapi.Lossy
@@ -474,7 +563,7 @@ func (r *streamer) post(ctx context.Context, content, status string, live, final
 			return false
 		}
 		var ts string
-		err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 			var err error
 			_, ts, err = api.PostMessageContext(ctx, r.k.Channel, opts...)
 			return err
@@ -493,7 +582,7 @@ func (r *streamer) post(ctx context.Context, content, status string, live, final
 			return false
 		}
 		if !r.retry(ctx, err, attempt) {
-			r.b.log.Warn("bot: posting the reply failed", append(threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS), "err", err)...)
+			r.log.Warn("bot: posting the reply failed", append(threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS), "err", err)...)
 			return false
 		}
 	}
@@ -501,7 +590,7 @@ func (r *streamer) post(ctx context.Context, content, status string, live, final
 
 // update edits a posted message. Interim edits are lossy and need the
 // reply's live slot; the final edit waits for budget.
-func (r *streamer) update(ctx context.Context, p *postedMsg, content, status string, live, final bool) bool {
+func (r *Reply) update(ctx context.Context, p *postedMsg, content, status string, live, final bool) bool {
 	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatUpdate}
 	if !final {
 		c.Prio, c.Merge, c.Slot = slackapi.Lossy, r.k.Channel+":"+p.ts, r.slot(slackapi.PoolEdit)
@@ -511,7 +600,7 @@ func (r *streamer) update(ctx context.Context, p *postedMsg, content, status str
 		if !r.allowed(ctx) {
 			return false
 		}
-		err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 			_, _, _, err := api.UpdateMessageContext(ctx, r.k.Channel, p.ts, opts...)
 			return err
 		})
@@ -529,7 +618,7 @@ func (r *streamer) update(ctx context.Context, p *postedMsg, content, status str
 			return false
 		}
 		if !r.retry(ctx, err, attempt) {
-			r.b.log.Warn("bot: final edit failed", append(threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS), "err", err)...)
+			r.log.Warn("bot: final edit failed", append(threadAttrs(r.k.Team, r.k.Channel, r.k.ThreadTS), "err", err)...)
 			return false
 		}
 	}
@@ -537,9 +626,9 @@ func (r *streamer) update(ctx context.Context, p *postedMsg, content, status str
 
 // retry decides whether a must-deliver call that failed is tried again:
 // Slack's own answers are final (retrying the same call will not help),
-// rate limits were already waited out by Bot.call (ctx ended), network
+// rate limits were already waited out by slackapi.Client.Do (ctx ended), network
 // errors are retried once a second a few times.
-func (r *streamer) retry(ctx context.Context, err error, attempt int) bool {
+func (r *Reply) retry(ctx context.Context, err error, attempt int) bool {
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) || slackapi.IsRateLimited(err) || ctx.Err() != nil || attempt >= maxAttempts {
 		return false
@@ -548,7 +637,7 @@ func (r *streamer) retry(ctx context.Context, err error, attempt int) bool {
 }
 
 // visible records the time to first visible text.
-func (r *streamer) visible(content string) {
+func (r *Reply) visible(content string) {
 	if r.shownText || strings.TrimSpace(content) == "" {
 		return
 	}
@@ -556,72 +645,22 @@ func (r *streamer) visible(content string) {
 	r.mu.Lock()
 	first := r.firstText
 	r.mu.Unlock()
-	if !first.IsZero() {
-		r.b.m.FirstText.Observe(time.Since(first).Seconds())
+	if !first.IsZero() && r.o.FirstText != nil {
+		r.o.FirstText(time.Since(first))
 	}
 }
 
 // setStatus shows the assistant-thread status (lossy: a newer status
 // replaces one still waiting, and none waits long).
-func (r *streamer) setStatus(ctx context.Context, status string) {
+func (r *Reply) setStatus(ctx context.Context, status string) {
 	c := slackapi.Call{Team: r.k.Team, Method: slackapi.AssistantThreadsSetStatus, Prio: slackapi.Lossy,
 		Merge: r.k.Channel + ":" + r.k.ThreadTS, Wait: time.Second}
-	err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		return api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 			ChannelID: r.k.Channel, ThreadTS: r.k.ThreadTS, Status: status,
 		})
 	})
 	if err != nil {
-		r.b.log.Debug("bot: setStatus not sent", "err", err)
+		r.log.Debug("bot: setStatus not sent", "err", err)
 	}
-}
-
-// stopClicked handles the Stop button. The same people may stop a turn as
-// may approve its tool calls (mayStop); anyone else is told why nothing
-// happened.
-func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, value string) {
-	k, ok := parseThreadKey(value)
-	if !ok || k.Team != cb.Team.ID {
-		return
-	}
-	user := cb.User.ID
-	meta, requester, err := b.requesterOf(ctx, k)
-	if err != nil && !errors.Is(err, session.ErrNotFound) {
-		b.log.Warn("bot: reading the session for a Stop click failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
-		b.tell(ctx, cb, k.ThreadTS, "I couldn't reach this answer's state just now, so nothing happened. Please try again in a moment.")
-		return
-	}
-	if ok, why := b.mayStop(ctx, k.Team, user, cb.User.TeamID, requester); !ok {
-		b.tell(ctx, cb, k.ThreadTS, why)
-		return
-	}
-	if b.cancels.cancel(k, stopCause{user: user}) {
-		return
-	}
-	// Not running here: the replica that runs it stops it (stopreq.go).
-	b.log.Debug("bot: stop clicked for a turn not running here", threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
-	if err := b.requestStop(ctx, k, meta, user); err != nil {
-		b.log.Warn("bot: recording a stop request failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
-		b.tell(ctx, cb, k.ThreadTS, "I couldn't stop this answer just now. Please try again in a moment.")
-		return
-	}
-	b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
-	b.withdrawQuestions(ctx, k, user) // a server's question, likewise
-}
-
-// requesterOf returns the session's metadata and current requester. A
-// Stop click is answered before its ack, so it reads the metadata alone
-// (a long transcript is not needed for this).
-func (b *Bot) requesterOf(ctx context.Context, k session.ThreadKey) (session.Meta, string, error) {
-	meta, err := b.store.LoadMeta(ctx, k)
-	return meta, meta.RequesterID, err
-}
-
-// parseThreadKey reads "team:channel:thread_ts" (session.ThreadKey.String).
-func parseThreadKey(s string) (session.ThreadKey, bool) {
-	parts := strings.SplitN(s, ":", 3)
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return session.ThreadKey{}, false
-	}
-	return session.ThreadKey{Team: parts[0], Channel: parts[1], ThreadTS: parts[2]}, true
 }

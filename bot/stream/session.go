@@ -1,4 +1,4 @@
-package bot
+package stream
 
 import (
 	"context"
@@ -23,8 +23,9 @@ import (
 // (not an agent app, method unknown, scope missing) works as before: the
 // bot warns once and stops calling.
 
-// agentSessions remembers the workspaces that refuse agents.sessions.*.
-type agentSessions struct {
+// Sessions remembers the workspaces that refuse agents.sessions.*; the
+// replies of one bot share it (Options.Sessions). The zero value is ready.
+type Sessions struct {
 	refused sync.Map // team → struct{}
 }
 
@@ -36,7 +37,7 @@ var sessionRefusals = map[string]bool{
 	"not_agent_app": true,
 }
 
-// sessionState is a streamer's view of its thread's session.
+// sessionState is a reply's view of its thread's session.
 type sessionState struct {
 	sent  string // last status sent ("" none)
 	title string // the first question, for a new session
@@ -55,14 +56,14 @@ func sessionStatusOf(status string) string {
 
 // syncSession sends the session status the turn is in, when it changed.
 // Interim statuses are lossy and tried once; the next tick tries again.
-func (r *streamer) syncSession(ctx context.Context, status string) {
+func (r *Reply) syncSession(ctx context.Context, status string) {
 	r.sendSession(ctx, sessionStatusOf(status), false)
 }
 
 // endSession moves the session out of "processing" at the end of the
 // turn. A native stream that stopped cleanly did so already
 // (chat.stopStream's session_status defaults to active).
-func (r *streamer) endSession(ctx context.Context) {
+func (r *Reply) endSession(ctx context.Context) {
 	if r.as.sent == "" || (r.ns.stopped && !r.ns.failed) {
 		return
 	}
@@ -76,18 +77,18 @@ const statusUnknown = "?"
 // may have made the session "active" (chat.stopStream's default, a
 // stream that timed out) or left it (a person's Stop), so the turn's
 // status is sent again at the next tick, and at the end.
-func (r *streamer) streamEnded() {
+func (r *Reply) streamEnded() {
 	if r.as.sent != "" {
 		r.as.sent = statusUnknown
 	}
 }
 
-func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
-	b, team := r.b, r.k.Team
+func (r *Reply) sendSession(ctx context.Context, status string, final bool) {
+	team, refused := r.k.Team, r.o.Sessions
 	if status == r.as.sent || status == r.as.failed || r.lost {
 		return
 	}
-	if _, refused := b.agents.refused.Load(team); refused {
+	if _, no := refused.refused.Load(team); no {
 		return
 	}
 	c := slackapi.Call{Team: team, Method: slackapi.AgentsSessionsSetStatus, Prio: slackapi.Lossy,
@@ -101,7 +102,7 @@ func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
 	if r.as.sent == "" {
 		p.Title, p.InitiatorUserID = r.as.title, r.requester // creation only
 	}
-	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.SetAgentSessionStatusContext(ctx, p)
 		return err
 	})
@@ -110,14 +111,14 @@ func (r *streamer) sendSession(ctx context.Context, status string, final bool) {
 	case err == nil:
 		r.as.sent, r.as.failed = status, ""
 	case errors.As(err, &se) && sessionRefusals[se.Err]:
-		if _, loaded := b.agents.refused.LoadOrStore(team, struct{}{}); !loaded {
-			b.log.Warn("bot: Slack refuses agent sessions in this workspace; turns go on without a session status or Slack's Stop (enable the agent features in the app's settings)",
+		if _, loaded := refused.refused.LoadOrStore(team, struct{}{}); !loaded {
+			r.log.Warn("bot: Slack refuses agent sessions in this workspace; turns go on without a session status or Slack's Stop (enable the agent features in the app's settings)",
 				"team", team, "err", se.Err)
 		}
 	default:
 		if errors.As(err, &se) && !slackapi.IsRateLimited(err) {
 			r.as.failed = status
 		}
-		b.log.Debug("bot: agent session status not sent", append(threadAttrs(team, r.k.Channel, r.k.ThreadTS), "status", status, "err", err)...)
+		r.log.Debug("bot: agent session status not sent", append(threadAttrs(team, r.k.Channel, r.k.ThreadTS), "status", status, "err", err)...)
 	}
 }

@@ -1,4 +1,4 @@
-package bot
+package stream
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 // of the arguments; from the second call of a turn a plan_update titles
 // the steps as a plan. Slack limits a chunk's text fields to 256
 // characters together, so each part is clipped. The edit path shows the
-// status line instead (stream.go).
+// status line instead (reply.go).
 
 // Clips of a task card's text fields (title + details + output ≤ 256).
 const (
@@ -30,7 +30,7 @@ const (
 
 // taskProgress queues the task card update of a tool event for a native
 // stream. r.mu is held.
-func (r *streamer) taskProgress(ev agent.Event) {
+func (r *Reply) taskProgress(ev agent.Event) {
 	if !r.native || ev.Call.ID == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package bot
+package stream
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type nativeStream struct {
 // outgrew one message, or it never started (no live slot) and the answer
 // is complete (it is then posted once). The edit path rewrites a stream's
 // message with the whole text, so nothing is lost or repeated.
-func (r *streamer) flushNative(ctx context.Context, text string, final bool) bool {
+func (r *Reply) flushNative(ctx context.Context, text string, final bool) bool {
 	ns := &r.ns
 	r.mu.Lock()
 	tasks := r.tasks
@@ -66,7 +66,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 	if len(tasks) > 0 && !r.sendTasks(ctx, tasks, final, requeue) {
 		return false
 	}
-	if len(text) > ns.sent && (final || (time.Since(ns.at) >= r.b.opts.EditInterval && !time.Now().Before(r.backoff))) {
+	if len(text) > ns.sent && (final || (time.Since(ns.at) >= r.o.EditInterval && !time.Now().Before(r.backoff))) {
 		if !r.allowed(ctx) {
 			return true // the lease is lost: write nothing, on either path
 		}
@@ -74,7 +74,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		if !final {
 			c.Prio, c.Merge = slackapi.Lossy, r.k.Channel+":"+ns.ts
 		}
-		err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 			_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(text[ns.sent:]))))
 			return err
 		})
@@ -87,9 +87,11 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 			var se slack.SlackErrorResponse
 			if errors.As(err, &se) && se.Err == "stopped_by_user" {
 				// The person pressed Slack's own stop: end the turn.
-				r.b.cancels.cancel(r.k, stopCause{user: r.requester})
+				if r.o.UserStopped != nil {
+					r.o.UserStopped()
+				}
 			}
-			r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
+			r.log.Info("bot: native stream append failed; finishing with edits", "err", err)
 			r.nativeFallback(ctx)
 			return false
 		}
@@ -98,8 +100,12 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 		if !r.allowed(ctx) {
 			return true
 		}
-		err := r.b.slack.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
-			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionBlocks(feedbackBlock())) // feedback.go
+		err := r.api.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
+			var opts []slack.MsgOption
+			if r.o.Feedback != nil {
+				opts = append(opts, slack.MsgOptionBlocks(r.o.Feedback))
+			}
+			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts, opts...)
 			return err
 		})
 		if err != nil {
@@ -114,7 +120,7 @@ func (r *streamer) flushNative(ctx context.Context, text string, final bool) boo
 // startStream starts the native stream with the text so far, or the tool
 // progress when no text has come yet. It needs a live slot; without one
 // the reply waits (and is posted once when complete).
-func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.StreamChunk, requeue func()) bool {
+func (r *Reply) startStream(ctx context.Context, text string, tasks []slack.StreamChunk, requeue func()) bool {
 	ns := &r.ns
 	if !r.allowed(ctx) {
 		return true // the lease is lost: write nothing, on either path
@@ -129,7 +135,7 @@ func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.S
 	}
 	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStartStream, Prio: slackapi.Lossy, Slot: r.slot(slackapi.PoolNative)}
 	var ts string
-	err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		var err error
 		_, ts, err = api.StartStreamContext(ctx, r.k.Channel, opts...)
 		return err
@@ -144,7 +150,7 @@ func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.S
 		requeue() // nothing went out
 		return true
 	default:
-		r.b.log.Info("bot: native stream unavailable; using edits", "err", err)
+		r.log.Info("bot: native stream unavailable; using edits", "err", err)
 		ns.failed = true
 		requeue()
 		return false
@@ -165,7 +171,7 @@ func (r *streamer) startStream(ctx context.Context, text string, tasks []slack.S
 // until the end: refused chunks wait for the next flush, and the final
 // flush delivers what is left. On a failure the edit path takes over
 // (false).
-func (r *streamer) sendTasks(ctx context.Context, tasks []slack.StreamChunk, final bool, requeue func()) bool {
+func (r *Reply) sendTasks(ctx context.Context, tasks []slack.StreamChunk, final bool, requeue func()) bool {
 	ns := &r.ns
 	if !r.allowed(ctx) {
 		return true
@@ -178,7 +184,7 @@ func (r *streamer) sendTasks(ctx context.Context, tasks []slack.StreamChunk, fin
 			return true
 		}
 	}
-	err := r.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+	err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.AppendStreamContext(ctx, r.k.Channel, ns.ts, slack.MsgOptionChunks(tasks...))
 		return err
 	})
@@ -190,14 +196,14 @@ func (r *streamer) sendTasks(ctx context.Context, tasks []slack.StreamChunk, fin
 		requeue()
 		return true
 	}
-	r.b.log.Info("bot: native stream append failed; finishing with edits", "err", err)
+	r.log.Info("bot: native stream append failed; finishing with edits", "err", err)
 	r.nativeFallback(ctx)
 	return false
 }
 
 // nativeFallback ends native streaming; the stream's message becomes the
 // first piece of an edit-mode reply (edited with markdown_text).
-func (r *streamer) nativeFallback(ctx context.Context) {
+func (r *Reply) nativeFallback(ctx context.Context) {
 	ns := &r.ns
 	if ns.failed {
 		return
@@ -207,19 +213,19 @@ func (r *streamer) nativeFallback(ctx context.Context) {
 		return
 	}
 	r.ensureStopped(ctx)
-	r.streamEnded() // agentsession.go
+	r.streamEnded() // session.go
 	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
 }
 
 // ensureStopped ends the native stream before the edit path touches its
 // message (chat.update on a streaming message is streaming_state_conflict).
 // A cancelled ctx leaves it for the final flush, which runs on a fresh one.
-func (r *streamer) ensureStopped(ctx context.Context) {
+func (r *Reply) ensureStopped(ctx context.Context) {
 	ns := &r.ns
 	if ns.ts == "" || ns.stopped {
 		return
 	}
-	err := r.b.slack.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
+	err := r.api.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
 		_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
 		return err
 	})
@@ -229,5 +235,5 @@ func (r *streamer) ensureStopped(ctx context.Context) {
 		ns.stopped = true
 		return
 	}
-	r.b.log.Debug("bot: stopping the native stream failed", "err", err)
+	r.log.Debug("bot: stopping the native stream failed", "err", err)
 }

@@ -1,4 +1,4 @@
-package bot
+package stream
 
 import "strings"
 
@@ -13,8 +13,8 @@ const (
 	maskClose = "\uE001"
 )
 
-// maskedUser is a mention of user id to put into an answer's Markdown.
-func maskedUser(id string) string { return maskOpen + id + maskClose }
+// MaskUser is a mention of user id to put into an answer's Markdown.
+func MaskUser(id string) string { return maskOpen + id + maskClose }
 
 // stripMasks removes the mask runes from text the bot did not write.
 func stripMasks(s string) string {
