@@ -72,20 +72,6 @@ func (b *Bot) tell(ctx context.Context, cb slack.InteractionCallback, threadTS, 
 	b.ask.Tell(ctx, cb, threadTS, text)
 }
 
-// withdrawApprovals closes the thread's open prompts, approvals and
-// questions alike (ask.Withdraw), for a Stop click that reached a replica
-// not running the turn.
-//
-// stream.go's stopClicked still calls it and withdrawQuestions; both fold
-// into b.ask.Withdraw once stream.go is free to edit.
-func (b *Bot) withdrawApprovals(ctx context.Context, k session.ThreadKey, by string) {
-	b.ask.Withdraw(ctx, k, by)
-}
-
-// withdrawQuestions does nothing: withdrawApprovals withdrew the questions
-// too.
-func (b *Bot) withdrawQuestions(context.Context, session.ThreadKey, string) {}
-
 // handleControl handles prompt buttons, private results, Home buttons and
 // the prompts' and add-server forms. handled is false for callbacks that
 // are not ours.

@@ -39,8 +39,7 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 		b.tell(ctx, cb, k.ThreadTS, "I couldn't stop this answer just now. Please try again in a moment.")
 		return
 	}
-	b.withdrawApprovals(ctx, k, user) // a prompt the turn waits on elsewhere
-	b.withdrawQuestions(ctx, k, user) // a server's question, likewise
+	b.ask.Withdraw(ctx, k, user) // prompts and questions the turn waits on elsewhere
 }
 
 // requesterOf returns the session's metadata and current requester. A
