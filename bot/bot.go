@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
@@ -30,7 +31,7 @@ import (
 type Store interface {
 	turnStore
 	slackapi.Budget // the shared Slack API budgets (slackapi)
-	installStore    // installations and retired workspaces (install.go)
+	install.Store   // installations and retired workspaces (bot/install)
 	controlStore    // approvals, grants, registrations, audit (audit.go)
 	questionStore   // MCP questions (elicit.go)
 	noticeStore     // where Connect was asked (mcpauth.go)
@@ -88,11 +89,10 @@ type Options struct {
 	// https://slack.com/api/). BotToken may be empty when Installs is on:
 	// then only installed workspaces are served.
 	BotToken, AppToken, APIURL string
-	// Installs turns on OAuth installations (install.go): each workspace
-	// that installs the app gets its own token, kept sealed in Store
-	// (which must then be a *session.Store, or anything with its
-	// installation methods).
-	Installs InstallOptions
+	// Installs turns on OAuth installations (bot/install): each
+	// workspace that installs the app gets its own token, kept sealed in
+	// Store.
+	Installs install.Options
 	// HTTPClient carries Web API calls and the socket dial's HTTP part; nil
 	// means a client with sane timeouts.
 	HTTPClient *http.Client
@@ -219,9 +219,10 @@ type Bot struct {
 	// identity of the pinned BotToken, from auth.test
 	botUserID, botID, teamID, pinnedEnterprise string
 
-	// inst holds the OAuth installations (nil in single-token mode);
-	// httpc is the governed HTTP client every Slack client uses.
-	inst  *installs
+	// ws serves each workspace: the pinned token alone or installations
+	// (workspaces.go); httpc is the governed HTTP client every Slack
+	// client uses.
+	ws    workspaces
 	httpc *http.Client
 
 	turnSlots chan struct{} // MAX_CONCURRENT_TURNS
@@ -347,12 +348,8 @@ func New(opts Options) (*Bot, error) {
 		jobs:      jobs.New(log, jobTimeout),
 	}
 	b.api = b.newClient(opts.BotToken)
-	var auth slackapi.Authorizer = slackapi.Static{API: b.api}
-	if opts.Installs.ClientID != "" {
-		b.inst = newInstalls(opts.Store, opts.Installs)
-		auth = installAuth{b}
-	}
-	b.slack = slackapi.New(gov, auth, log)
+	b.ws = b.newWorkspaces(opts)
+	b.slack = slackapi.New(gov, b.ws, log)
 	b.collectFeedbackVotes() // feedback.go
 	return b, nil
 }

@@ -23,6 +23,8 @@ func TestImportsSubtree(t *testing.T) {
 	importcheck.ForbidExcept(t, "./slackapi", m+"/bot", m+"/bot/mrkdwn")
 	importcheck.Forbid(t, "./mrkdwn", m, importcheck.GoRedis, importcheck.MCPSDK)
 	importcheck.Forbid(t, "./internal/jobs", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
+	importcheck.ForbidExcept(t, "./install", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
+	importcheck.Forbid(t, "./install", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 }
 
 // TestNoStoreAssertions: no non-test file in the module type-asserts a
