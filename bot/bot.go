@@ -19,6 +19,7 @@ import (
 	"github.com/bobbinbot/bobbin/agent"
 	agentask "github.com/bobbinbot/bobbin/agent/ask"
 	"github.com/bobbinbot/bobbin/bot/ask"
+	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/bot/stream"
@@ -33,8 +34,8 @@ import (
 type Store interface {
 	turnStore
 	slackapi.Budget // the shared Slack API budgets (slackapi)
-	installStore    // installations and retired workspaces (install.go)
-	controlStore    // registrations, audit (audit.go)
+	install.Store   // installations and retired workspaces (bot/install)
+	controlStore    // audit (audit.go)
 	ask.Store       // approvals, grants, questions, Connect notices (bot/ask)
 	oauthCleaner    // OAuth connections of removed servers (mcpauth.go)
 	usergroupCache  // user group members (access.go)
@@ -90,11 +91,10 @@ type Options struct {
 	// https://slack.com/api/). BotToken may be empty when Installs is on:
 	// then only installed workspaces are served.
 	BotToken, AppToken, APIURL string
-	// Installs turns on OAuth installations (install.go): each workspace
-	// that installs the app gets its own token, kept sealed in Store
-	// (which must then be a *session.Store, or anything with its
-	// installation methods).
-	Installs InstallOptions
+	// Installs turns on OAuth installations (bot/install): each
+	// workspace that installs the app gets its own token, kept sealed in
+	// Store.
+	Installs install.Options
 	// HTTPClient carries Web API calls and the socket dial's HTTP part; nil
 	// means a client with sane timeouts.
 	HTTPClient *http.Client
@@ -216,9 +216,10 @@ type Bot struct {
 	// identity of the pinned BotToken, from auth.test
 	botUserID, botID, teamID, pinnedEnterprise string
 
-	// inst holds the OAuth installations (nil in single-token mode);
-	// httpc is the governed HTTP client every Slack client uses.
-	inst  *installs
+	// ws serves each workspace: the pinned token alone or installations
+	// (workspaces.go); httpc is the governed HTTP client every Slack
+	// client uses.
+	ws    workspaces
 	httpc *http.Client
 
 	turnSlots chan struct{} // MAX_CONCURRENT_TURNS
@@ -346,12 +347,8 @@ func New(opts Options) (*Bot, error) {
 		jobs:      jobs.New(log, jobTimeout),
 	}
 	b.api = b.newClient(opts.BotToken)
-	var auth slackapi.Authorizer = slackapi.Static{API: b.api}
-	if opts.Installs.ClientID != "" {
-		b.inst = newInstalls(opts.Store, opts.Installs)
-		auth = installAuth{b}
-	}
-	b.slack = slackapi.New(gov, auth, log)
+	b.ws = b.newWorkspaces(opts)
+	b.slack = slackapi.New(gov, b.ws, log)
 	b.ask = b.newPrompts()   // prompts.go
 	b.collectFeedbackVotes() // feedback.go
 	return b, nil

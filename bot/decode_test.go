@@ -9,7 +9,7 @@ import (
 )
 
 func testBot() *Bot {
-	return &Bot{botUserID: "U0BOT", botID: "B0BOT", opts: Options{}}
+	return &Bot{botUserID: "U0BOT", botID: "B0BOT", opts: Options{}, ws: single{}}
 }
 
 func TestDecodeEvent(t *testing.T) {

@@ -14,8 +14,7 @@ func UngovernedCalls(b *Bot) map[string]int {
 // PickClientToken is the token a Web API call of b in team would carry
 // now (loading and refreshing the installation as a call does).
 func PickClientToken(ctx context.Context, b *Bot, team string) (string, error) {
-	_, _, token, err := b.pickClient(ctx, team)
-	return token, err
+	return b.ws.Token(ctx, team)
 }
 
 // TeamName is the workspace name the system prompt of team would use.

@@ -29,6 +29,8 @@ func TestImportsSubtree(t *testing.T) {
 	// bot/ask: prompts in a thread (approvals, questions, Connect).
 	importcheck.ForbidExcept(t, "./ask", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
 	importcheck.Forbid(t, "./ask", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
+	importcheck.ForbidExcept(t, "./install", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
+	importcheck.Forbid(t, "./install", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 }
 
 // TestNoStoreAssertions: no non-test file in the module type-asserts a

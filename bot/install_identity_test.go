@@ -1,22 +1,29 @@
 package bot
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 
-	"github.com/bobbinbot/bobbin/session"
+	"github.com/bobbinbot/bobbin/bot/install"
 )
+
+// selfOf is a workspaces whose installations are only identities (the
+// lookup itself is tested in bot/install).
+type selfOf struct {
+	single
+	ids map[string]install.Identity
+}
+
+func (s selfOf) Self(team string) (install.Identity, bool) {
+	id, ok := s.ids[team]
+	return id, ok
+}
 
 // TestDecodeEventPerInstallation: the bot's own messages and mention are
 // those of the event's workspace: each installation has its bot user.
 func TestDecodeEventPerInstallation(t *testing.T) {
 	b := &Bot{botUserID: "U0PIN", botID: "B0PIN", teamID: "TPIN", opts: Options{BotToken: "xoxb-pinned"}}
-	b.inst = newInstalls(nil, InstallOptions{})
-	b.putInstall(session.Installation{TeamID: "TA", BotToken: "xoxb-a", BotUserID: "U0A", BotID: "B0A"})
-	b.putInstall(session.Installation{EnterpriseID: "E1", OrgWide: true, BotToken: "xoxb-org", BotUserID: "W0ORG", BotID: "B0ORG"})
-	b.inst.via["TORG"] = "E1"
+	b.ws = selfOf{ids: map[string]install.Identity{"TA": {UserID: "U0A", BotID: "B0A"}, "TORG": {UserID: "W0ORG", BotID: "B0ORG"}}}
 	cb := func(team, ev string) json.RawMessage {
 		return json.RawMessage(`{"type":"event_callback","team_id":"` + team + `","event_id":"Ev1","event":` + ev + `}`)
 	}
@@ -47,50 +54,7 @@ func TestDecodeEventPerInstallation(t *testing.T) {
 	if id := b.self("TA"); id.userID != "U0A" {
 		t.Errorf("self(TA) = %+v", id)
 	}
-	if b.client("TA") == b.client("TORG") || b.client("TA") == b.api || b.client("TORG") != b.client("E1") {
-		t.Error("clients are not per installation")
-	}
-}
-
-func TestInstallRefs(t *testing.T) {
-	var cb eventCallback
-	_ = json.Unmarshal([]byte(`{"type":"event_callback","team_id":"T1","enterprise_id":"E9",
-		"authorizations":[{"enterprise_id":"E1","team_id":null,"user_id":"W1","is_bot":true,"is_enterprise_install":true}],"event":{}}`), &cb)
-	if got := cb.installRef("T1"); got != (installRef{team: "T1", enterprise: "E1", org: true}) {
-		t.Errorf("event ref = %+v", got)
-	}
-	if got := interactiveRef(json.RawMessage(`{"type":"block_actions","team":null,"user":{"id":"U1","team_id":"T2"},"enterprise":{"id":"E1"},"is_enterprise_install":true}`)); got != (installRef{team: "T2", enterprise: "E1", org: true}) {
-		t.Errorf("interactive ref = %+v", got)
-	}
-	for _, raw := range []string{`{"team_id":"T3","enterprise_id":"E3","is_enterprise_install":"true"}`, `{"team_id":"T3","enterprise_id":"E3","is_enterprise_install":true}`} {
-		if got := slashRef(json.RawMessage(raw)); got != (installRef{team: "T3", enterprise: "E3", org: true}) {
-			t.Errorf("slash ref of %s = %+v", raw, got)
-		}
-	}
-	if got := slashRef(json.RawMessage(`{"team_id":"T3","is_enterprise_install":"false"}`)); got.org {
-		t.Errorf("slash ref = %+v", got)
-	}
-}
-
-// BenchmarkInstallLookupCached is the per-call cost of finding a
-// workspace's client and identity once this process holds its
-// installation (every Web API call and every event pays it).
-func BenchmarkInstallLookupCached(bm *testing.B) {
-	b := &Bot{opts: Options{}}
-	b.inst = newInstalls(nil, InstallOptions{})
-	for i := range 1000 {
-		b.putInstall(session.Installation{TeamID: fmt.Sprintf("T%04d", i), BotToken: fmt.Sprintf("xoxb-%d", i), BotUserID: "U0B", BotID: "B0"})
-	}
-	ctx := context.Background()
-	ref := installRef{team: "T0500"}
-	bm.ReportAllocs()
-	for bm.Loop() {
-		if ok, err := b.admitInstall(ctx, ref); !ok || err != nil {
-			bm.Fatal(ok, err)
-		}
-		if _, e, _, err := b.pickClient(ctx, "T0500"); e == nil || err != nil {
-			bm.Fatal(err)
-		}
-		_ = b.self("T0500")
+	if id := b.self("TPIN"); id.userID != "U0PIN" {
+		t.Errorf("self(TPIN) = %+v", id)
 	}
 }

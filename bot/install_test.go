@@ -12,6 +12,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/provider/providertest"
 	"github.com/bobbinbot/bobbin/session"
@@ -50,14 +51,14 @@ func TestInstallRefreshBeforeExpiryOnce(t *testing.T) {
 	for _, s := range []*session.Store{store, peer} {
 		b, err := bot.New(bot.Options{AppToken: slackemu.AppToken, APIURL: emu.APIURL(), Store: s,
 			Agent:    agent.New(providertest.New(), agent.Options{}),
-			Installs: bot.InstallOptions{ClientID: slackemu.ClientID, ClientSecret: slackemu.ClientSecret, RedirectURL: "https://bobbin.example.com/slack/oauth_redirect"}})
+			Installs: install.Options{ClientID: slackemu.ClientID, ClientSecret: slackemu.ClientSecret, RedirectURL: "https://bobbin.example.com/slack/oauth_redirect"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		bots = append(bots, b)
 	}
 	// Installed now: the token lives 2 s, refreshed in its last 0.5 s.
-	ei, err := emu.Install(slackemu.InstallRequest{Team: slackemu.TeamID2, Scopes: bot.InstallScopes()})
+	ei, err := emu.Install(slackemu.InstallRequest{Team: slackemu.TeamID2, Scopes: install.Scopes()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ type Metrics struct {
 	FileDownloadBytes prometheus.Counter
 	ThreadImports     *prometheus.CounterVec
 	ContextReplies    prometheus.Counter
-	// Installations (install.go): installed, uninstalled, token_refreshed,
+	// Installations (bot/install): installed, uninstalled, token_refreshed,
 	// token_refresh_failed, install_failed.
 	InstallEvents *prometheus.CounterVec
 	// Model usage and budgets (usage_metrics.go).

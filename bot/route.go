@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
@@ -25,8 +26,8 @@ type eventCallback struct {
 	EventID      string          `json:"event_id"`
 	Event        json.RawMessage `json:"event"`
 	// Authorizations names an installation that sees the event
-	// (install_events.go).
-	Authorizations []authorization `json:"authorizations"`
+	// (bot/install).
+	Authorizations []install.Authorization `json:"authorizations"`
 }
 
 type innerEvent struct {
@@ -252,23 +253,21 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 		return true, after
 	}
 	// Which installation serves the event decides whether it is answered
-	// and who "self" is (install.go); uninstalls clean up.
+	// and who "self" is (workspaces.go, bot/install); uninstalls clean up.
 	if cb.Type == "event_callback" {
 		var lc lifecycleEvent
 		_ = json.Unmarshal(cb.Event, &lc)
 		if lc.Type == "app_uninstalled" || lc.Type == "tokens_revoked" {
 			return b.uninstalled(ctx, cb, lc), after
 		}
-		if b.inst != nil {
-			team := cmpOr(cb.TeamID, innerTeam(cb.Event))
-			served, err := b.admitInstall(ctx, cb.installRef(team))
-			if err != nil {
-				b.log.Warn("bot: cannot look up the workspace's installation; not acking", "team", team, "err", err)
-				return false, nil
-			}
-			if !served {
-				return true, after
-			}
+		team := cmpOr(cb.TeamID, innerTeam(cb.Event))
+		served, err := b.ws.Admit(ctx, install.EventRef(team, cb.EnterpriseID, cb.Authorizations))
+		if err != nil {
+			b.log.Warn("bot: cannot look up the workspace's installation; not acking", "team", team, "err", err)
+			return false, nil
+		}
+		if !served {
+			return true, after
 		}
 	}
 	if job := b.threadCacheJob(cb, cmpOr(cb.TeamID, innerTeam(cb.Event))); job != nil {

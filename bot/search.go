@@ -140,8 +140,8 @@ func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 	}
 	// An installation knows its scopes: without the optional one, no
 	// need to ask Slack.
-	if _, e, _, err := b.pickClient(ctx, team); err == nil && e != nil {
-		if inst, _, _ := e.get(); len(inst.Scopes) > 0 && !slices.Contains(inst.Scopes, searchScope) {
+	if scopes, err := b.ws.Scopes(ctx, team); err == nil {
+		if len(scopes) > 0 && !slices.Contains(scopes, searchScope) {
 			b.search.set(team, false, searchInfoTTL)
 			return false
 		}
@@ -181,11 +181,10 @@ func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 // workspace's token, through the governed HTTP client (ctx carries the
 // governor's grant: call it inside slackapi.Client.Do).
 func (b *Bot) rawCall(ctx context.Context, team, method string, form url.Values, out any) error {
-	_, _, token, err := b.pickClient(ctx, team)
+	token, err := b.ws.Token(ctx, team)
 	if err != nil {
 		return err
 	}
-	token = cmpOr(token, b.opts.BotToken)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.opts.APIURL+method, strings.NewReader(form.Encode()))
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/bot/stream"
 )
 
@@ -144,11 +145,11 @@ func (b *Bot) handleEnvelope(ctx, turnCtx context.Context, client *socketmode.Cl
 	case socketmode.EventTypeEventsAPI:
 		ack, after = b.admitEvent(actx, turnCtx, req.Payload, req.RetryAttempt)
 	case socketmode.EventTypeInteractive:
-		if b.inst == nil || b.admitEnvelope(actx, interactiveRef(req.Payload)) {
+		if b.admitEnvelope(actx, install.InteractiveRef(req.Payload)) {
 			payload = b.interactive(actx, turnCtx, req.Payload)
 		}
 	case socketmode.EventTypeSlashCommand:
-		if b.inst == nil || b.admitEnvelope(actx, slashRef(req.Payload)) {
+		if b.admitEnvelope(actx, install.SlashRef(req.Payload)) {
 			payload = b.slashCommand(actx, req.Payload)
 		}
 	}

@@ -111,7 +111,7 @@ func (b *Bot) Authenticate(ctx context.Context) error {
 		return nil
 	}
 	b.log.Info("bot: authenticated", "team", id.TeamID, "bot_user", id.UserID, "replica", b.opts.ReplicaID,
-		"installations", b.inst != nil)
+		"installations", b.opts.Installs.ClientID != "")
 	// The token works, so the workspace has the app: data an uninstall
 	// had set to expire is kept again.
 	if id.TeamID != "" {

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/install"
 )
 
 // OAuth installations (multi-workspace): on with SLACK_CLIENT_ID,
@@ -34,7 +34,7 @@ func (c *config) installProblems(bad func(format string, a ...any)) {
 		bad("SLACK_CLIENT_SECRET is required with SLACK_CLIENT_ID (Basic Information → App Credentials)")
 	}
 	if c.PublicURL == "" {
-		bad("PUBLIC_URL is required with SLACK_CLIENT_ID: Slack redirects installs to PUBLIC_URL" + bot.RedirectPath)
+		bad("PUBLIC_URL is required with SLACK_CLIENT_ID: Slack redirects installs to PUBLIC_URL" + install.RedirectPath)
 	}
 	if c.SecretKey == "" {
 		bad("SECRET_KEY is required with SLACK_CLIENT_ID: installations (bot tokens) are encrypted at rest with it")
@@ -45,14 +45,14 @@ func (c *config) installProblems(bad func(format string, a ...any)) {
 }
 
 // installOptions are the bot's installation settings (zero when off).
-func (c config) installOptions() bot.InstallOptions {
+func (c config) installOptions() install.Options {
 	if !c.installsOn() {
-		return bot.InstallOptions{}
+		return install.Options{}
 	}
-	return bot.InstallOptions{
+	return install.Options{
 		ClientID:     c.SlackClientID,
 		ClientSecret: c.SlackClientSecret,
-		RedirectURL:  c.PublicURL + bot.RedirectPath,
+		RedirectURL:  c.PublicURL + install.RedirectPath,
 		AuthorizeURL: c.SlackOAuthAuthorizeURL,
 	}
 }
@@ -62,6 +62,6 @@ func mountInstall(mux *http.ServeMux, h http.Handler) {
 	if h == nil {
 		return
 	}
-	mux.Handle("GET "+bot.InstallPath, h)
-	mux.Handle("GET "+bot.RedirectPath, h)
+	mux.Handle("GET "+install.InstallPath, h)
+	mux.Handle("GET "+install.RedirectPath, h)
 }

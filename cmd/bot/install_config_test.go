@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/install"
 )
 
 // TestLoadConfigInstalls: SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, PUBLIC_URL
@@ -46,7 +46,7 @@ func TestLoadConfigInstalls(t *testing.T) {
 					t.Fatalf("loadConfig: %v", err)
 				}
 				o := c.installOptions()
-				if o.RedirectURL != "https://bobbin.example.com"+bot.RedirectPath || o.ClientID != "111.222" || o.AuthorizeURL != bot.DefaultAuthorizeURL {
+				if o.RedirectURL != "https://bobbin.example.com"+install.RedirectPath || o.ClientID != "111.222" || o.AuthorizeURL != install.DefaultAuthorizeURL {
 					t.Errorf("install options = %+v", o)
 				}
 				return

@@ -1,6 +1,7 @@
-package bot
+package install
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -36,36 +37,32 @@ const (
 	installsPerMinute = 60
 )
 
-// InstallHandler serves InstallPath and RedirectPath; nil when
-// installations are off.
-func (b *Bot) InstallHandler() http.Handler {
-	if b.inst == nil {
-		return nil
-	}
+// Handler serves InstallPath and RedirectPath.
+func (in *Installs) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+InstallPath, b.serveInstall)
-	mux.HandleFunc("GET "+RedirectPath, b.serveRedirect)
+	mux.HandleFunc("GET "+InstallPath, in.serveInstall)
+	mux.HandleFunc("GET "+RedirectPath, in.serveRedirect)
 	return mux
 }
 
 // cookiePath is the public path both install URLs live under, so the
 // state cookie goes back only to them.
-func (b *Bot) cookiePath() string {
-	u, err := url.Parse(b.inst.opts.RedirectURL)
+func (in *Installs) cookiePath() string {
+	u, err := url.Parse(in.opts.RedirectURL)
 	if err != nil || u.Path == "" {
 		return "/"
 	}
 	return path.Dir(u.Path) + "/"
 }
 
-func (b *Bot) secureCookie() bool {
-	return strings.HasPrefix(b.inst.opts.RedirectURL, "https://")
+func (in *Installs) secureCookie() bool {
+	return strings.HasPrefix(in.opts.RedirectURL, "https://")
 }
 
-func (b *Bot) serveInstall(w http.ResponseWriter, r *http.Request) {
+func (in *Installs) serveInstall(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	if ok, _, err := b.store.Take(ctx, "slack-install", installsPerMinute, installsPerMinute/2); err == nil && !ok {
+	if ok, _, err := in.store.Take(ctx, "slack-install", installsPerMinute, installsPerMinute/2); err == nil && !ok {
 		installPageOut(w, http.StatusTooManyRequests, installPage{Title: "Try again in a minute",
 			Text: "Too many installs were started in the last minute."})
 		return
@@ -73,45 +70,45 @@ func (b *Bot) serveInstall(w http.ResponseWriter, r *http.Request) {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
 	state := hex.EncodeToString(raw[:])
-	if err := b.inst.store.PutInstallState(ctx, state, installStateTTL); err != nil {
-		b.log.Warn("bot: cannot start an install: recording its state failed", "err", err)
+	if err := in.store.PutInstallState(ctx, state, installStateTTL); err != nil {
+		in.env.Log.Warn("bot: cannot start an install: recording its state failed", "err", err)
 		installPageOut(w, http.StatusServiceUnavailable, installPage{Title: "Not available right now",
 			Text: "The install could not be started. Try again in a minute."})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: installCookie, Value: state, Path: b.cookiePath(), MaxAge: int(installStateTTL.Seconds()),
-		HttpOnly: true, Secure: b.secureCookie(), SameSite: http.SameSiteLaxMode,
+		Name: installCookie, Value: state, Path: in.cookiePath(), MaxAge: int(installStateTTL.Seconds()),
+		HttpOnly: true, Secure: in.secureCookie(), SameSite: http.SameSiteLaxMode,
 	})
 	securePageHeaders(w)
-	http.Redirect(w, r, b.authorizeURL(state), http.StatusFound)
+	http.Redirect(w, r, in.authorizeURL(state), http.StatusFound)
 }
 
-func (b *Bot) serveRedirect(w http.ResponseWriter, r *http.Request) {
+func (in *Installs) serveRedirect(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := q.Get("state")
 	// The cookie is single-use too: clear it whatever happens.
-	http.SetCookie(w, &http.Cookie{Name: installCookie, Value: "", Path: b.cookiePath(), MaxAge: -1,
-		HttpOnly: true, Secure: b.secureCookie(), SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: installCookie, Value: "", Path: in.cookiePath(), MaxAge: -1,
+		HttpOnly: true, Secure: in.secureCookie(), SameSite: http.SameSiteLaxMode})
 	again := installPage{Title: "This install link has expired",
 		Text: "It was already used, is more than ten minutes old, or was opened in another browser.", Again: true}
 	c, err := r.Cookie(installCookie)
 	if err != nil || state == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) != 1 {
-		b.log.Info("bot: install redirect refused: state missing or not this browser's")
+		in.env.Log.Info("bot: install redirect refused: state missing or not this browser's")
 		installPageOut(w, http.StatusBadRequest, again)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	ok, err := b.inst.store.TakeInstallState(ctx, state)
+	ok, err := in.store.TakeInstallState(ctx, state)
 	if err != nil {
-		b.log.Warn("bot: install redirect: reading its state failed", "err", err)
+		in.env.Log.Warn("bot: install redirect: reading its state failed", "err", err)
 		installPageOut(w, http.StatusServiceUnavailable, installPage{Title: "Not available right now",
 			Text: "The install could not be completed. Try again in a minute.", Again: true})
 		return
 	}
 	if !ok {
-		b.log.Info("bot: install redirect refused: unknown, used or expired state")
+		in.env.Log.Info("bot: install redirect refused: unknown, used or expired state")
 		installPageOut(w, http.StatusBadRequest, again)
 		return
 	}
@@ -126,30 +123,30 @@ func (b *Bot) serveRedirect(w http.ResponseWriter, r *http.Request) {
 			Text: "Slack sent no authorization code.", Again: true})
 		return
 	}
-	inst, err := b.completeInstall(ctx, code)
+	inst, err := in.complete(ctx, code)
 	if err != nil {
-		b.m.InstallEvents.WithLabelValues("install_failed").Inc()
-		var ie *InstallError
+		in.env.Count("install_failed")
+		var ie *Error
 		switch {
 		case errors.As(err, &ie) && ie.Credentials:
-			b.log.Error("bot: install failed: "+ie.Error(), "code", ie.Code)
+			in.env.Log.Error("bot: install failed: "+ie.Error(), "code", ie.Code)
 			installPageOut(w, http.StatusBadGateway, installPage{Title: "Installation failed",
 				Text: "Slack refused this app's credentials (" + ie.Code + "). The operator must check SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and the app's Redirect URL."})
 		case errors.As(err, &ie):
-			b.log.Warn("bot: install failed", "err", err)
+			in.env.Log.Warn("bot: install failed", "err", err)
 			installPageOut(w, http.StatusBadRequest, installPage{Title: "Installation failed",
 				Text: "Slack did not accept the authorization (" + ie.Code + ").", Again: true})
 		default:
-			b.log.Warn("bot: install failed", "err", err)
+			in.env.Log.Warn("bot: install failed", "err", err)
 			installPageOut(w, http.StatusBadGateway, installPage{Title: "Installation failed",
 				Text: "Something went wrong while installing. Try again in a minute.", Again: true})
 		}
 		return
 	}
 	page := installPage{OK: true, Title: "Bobbin is installed",
-		Text: "Bobbin is now installed in " + cmpOr(inst.TeamName, inst.TeamID) + ". Mention it in a channel, or open it from the sidebar."}
+		Text: "Bobbin is now installed in " + cmp.Or(inst.TeamName, inst.TeamID) + ". Mention it in a channel, or open it from the sidebar."}
 	if inst.OrgWide {
-		page.Text = "Bobbin is now installed on the organization " + cmpOr(inst.EnterpriseName, inst.EnterpriseID) +
+		page.Text = "Bobbin is now installed on the organization " + cmp.Or(inst.EnterpriseName, inst.EnterpriseID) +
 			". An org admin still has to add it to workspaces."
 		if inst.AppID != "" {
 			page.Link = "https://app.slack.com/manage/" + url.PathEscape(inst.EnterpriseID) + "/integrations/profile/" +

@@ -1,4 +1,4 @@
-package bot
+package install
 
 import (
 	"cmp"
@@ -22,17 +22,17 @@ import (
 // package function, not a *slack.Client method; it still goes through the
 // governor (its budget is the app's, "Special" in Slack's tables).
 
-// InstallScopes are the bot scopes an install asks for: exactly the ones
-// manifest.yaml lists (scopes_test.go keeps the two equal).
-func InstallScopes() []string { return slackapi.RequiredScopes() }
+// Scopes are the bot scopes an install asks for: exactly the ones
+// manifest.yaml lists (bot/scopes_test.go keeps the two equal).
+func Scopes() []string { return slackapi.RequiredScopes() }
 
 // authorizeURL is where /slack/install sends the browser: Slack's
 // authorize page with the app's client id, scopes, redirect URL and state.
-func (b *Bot) authorizeURL(state string) string {
-	o := b.inst.opts
+func (in *Installs) authorizeURL(state string) string {
+	o := in.opts
 	q := url.Values{
 		"client_id":    {o.ClientID},
-		"scope":        {strings.Join(InstallScopes(), ",")},
+		"scope":        {strings.Join(Scopes(), ",")},
 		"redirect_uri": {o.RedirectURL},
 		"state":        {state},
 	}
@@ -43,15 +43,15 @@ func (b *Bot) authorizeURL(state string) string {
 	return o.AuthorizeURL + sep + q.Encode()
 }
 
-// InstallError is an install Slack refused (oauth.v2.access or auth.test
+// Error is an install Slack refused (oauth.v2.access or auth.test
 // answered an error code). Code is Slack's; Credentials says the app's
 // client id or secret is wrong (an operator problem, not the visitor's).
-type InstallError struct {
+type Error struct {
 	Code        string
 	Credentials bool
 }
 
-func (e *InstallError) Error() string {
+func (e *Error) Error() string {
 	if e.Code == "bad_redirect_uri" {
 		return "Slack refused the redirect URL (bad_redirect_uri): the app's Redirect URLs must include PUBLIC_URL/slack/oauth_redirect"
 	}
@@ -69,28 +69,28 @@ func installError(err error) error {
 	}
 	switch se.Err {
 	case "invalid_client_id", "bad_client_secret", "invalid_client", "bad_redirect_uri", "oauth_authorization_url_mismatch":
-		return &InstallError{Code: se.Err, Credentials: true}
+		return &Error{Code: se.Err, Credentials: true}
 	}
-	return &InstallError{Code: se.Err}
+	return &Error{Code: se.Err}
 }
 
 // oauthAccess runs one oauth.v2.access call within the governor's budget
 // (scope names the workspace's budget, or the app's).
-func (b *Bot) oauthAccess(ctx context.Context, scope string, fn func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error)) (*slack.OAuthV2Response, error) {
-	g, err := b.gov.Acquire(ctx, slackapi.Call{Team: cmp.Or(scope, slackapi.AppScope), Method: slackapi.OAuthV2Access})
+func (in *Installs) oauthAccess(ctx context.Context, scope string, fn func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error)) (*slack.OAuthV2Response, error) {
+	g, err := in.env.Governor.Acquire(ctx, slackapi.Call{Team: cmp.Or(scope, slackapi.AppScope), Method: slackapi.OAuthV2Access})
 	if err != nil {
 		return nil, err
 	}
-	return fn(slackapi.WithGrant(ctx, g), b.httpc)
+	return fn(slackapi.WithGrant(ctx, g), in.env.HTTPClient)
 }
 
-// completeInstall exchanges an authorization code for the installation,
+// complete exchanges an authorization code for the installation,
 // asks auth.test who the bot is with the new token, stores the
 // installation sealed and starts serving the workspace.
-func (b *Bot) completeInstall(ctx context.Context, code string) (session.Installation, error) {
-	o := b.inst.opts
-	resp, err := b.oauthAccess(ctx, slackapi.AppScope, func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error) {
-		return slack.GetOAuthV2ResponseContext(ctx, hc, o.ClientID, o.ClientSecret, code, o.RedirectURL, slack.OAuthOptionAPIURL(b.opts.APIURL))
+func (in *Installs) complete(ctx context.Context, code string) (session.Installation, error) {
+	o := in.opts
+	resp, err := in.oauthAccess(ctx, slackapi.AppScope, func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error) {
+		return slack.GetOAuthV2ResponseContext(ctx, hc, o.ClientID, o.ClientSecret, code, o.RedirectURL, slack.OAuthOptionAPIURL(in.env.APIURL))
 	})
 	if err != nil {
 		return session.Installation{}, fmt.Errorf("oauth.v2.access: %w", installError(err))
@@ -115,8 +115,8 @@ func (b *Bot) completeInstall(ctx context.Context, code string) (session.Install
 	}
 	// auth.test with the new token: the bot id (oauth.v2.access has only
 	// the bot user) and a check that the token works.
-	api := b.newClient(inst.BotToken)
-	g, err := b.gov.Acquire(ctx, slackapi.Call{Team: inst.ID(), Method: slackapi.AuthTest})
+	api := in.env.NewClient(inst.BotToken)
+	g, err := in.env.Governor.Acquire(ctx, slackapi.Call{Team: inst.ID(), Method: slackapi.AuthTest})
 	if err != nil {
 		return session.Installation{}, err
 	}
@@ -125,18 +125,18 @@ func (b *Bot) completeInstall(ctx context.Context, code string) (session.Install
 		return session.Installation{}, fmt.Errorf("auth.test with the new token: %w", installError(err))
 	}
 	inst.BotID, inst.BotUserID = id.BotID, cmp.Or(inst.BotUserID, id.UserID)
-	if prev, err := b.inst.store.Installation(ctx, inst.ID()); err == nil {
+	if prev, err := in.store.Installation(ctx, inst.ID()); err == nil {
 		inst.Installed = prev.Installed // a re-install keeps the first date
 	}
-	if err := b.inst.store.PutInstallation(ctx, inst); err != nil {
+	if err := in.store.PutInstallation(ctx, inst); err != nil {
 		return session.Installation{}, fmt.Errorf("storing the installation: %w", err)
 	}
-	b.putInstall(inst)
-	b.m.InstallEvents.WithLabelValues("installed").Inc()
-	b.log.Info("bot: installed", "team", inst.TeamID, "enterprise", inst.EnterpriseID, "org_wide", inst.OrgWide,
+	in.put(inst)
+	in.env.Count("installed")
+	in.env.Log.Info("bot: installed", "team", inst.TeamID, "enterprise", inst.EnterpriseID, "org_wide", inst.OrgWide,
 		"installer", inst.InstallerID, "bot_user", inst.BotUserID, "rotating", inst.Rotating())
 	if missing := slackapi.MissingScopes(strings.Join(inst.Scopes, ","), slackapi.RequiredScopes()); len(missing) > 0 {
-		b.log.Warn("bot: the installation lacks scopes the bot uses", "team", inst.TeamID, "missing", strings.Join(missing, ","))
+		in.env.Log.Warn("bot: the installation lacks scopes the bot uses", "team", inst.TeamID, "missing", strings.Join(missing, ","))
 	}
 	return inst, nil
 }
@@ -144,10 +144,10 @@ func (b *Bot) completeInstall(ctx context.Context, code string) (session.Install
 // refreshToken spends inst's refresh token (oauth.v2.access,
 // grant_type=refresh_token) and returns inst with the new pair. The caller
 // holds the installation's lock.
-func (b *Bot) refreshToken(ctx context.Context, inst session.Installation) (session.Installation, error) {
-	o := b.inst.opts
-	resp, err := b.oauthAccess(ctx, inst.ID(), func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error) {
-		return slack.RefreshOAuthV2TokenContext(ctx, hc, o.ClientID, o.ClientSecret, inst.RefreshToken, slack.OAuthOptionAPIURL(b.opts.APIURL))
+func (in *Installs) refreshToken(ctx context.Context, inst session.Installation) (session.Installation, error) {
+	o := in.opts
+	resp, err := in.oauthAccess(ctx, inst.ID(), func(ctx context.Context, hc *http.Client) (*slack.OAuthV2Response, error) {
+		return slack.RefreshOAuthV2TokenContext(ctx, hc, o.ClientID, o.ClientSecret, inst.RefreshToken, slack.OAuthOptionAPIURL(in.env.APIURL))
 	})
 	if err != nil {
 		return inst, fmt.Errorf("bot: refreshing the token of %s: oauth.v2.access: %w", inst.ID(), installError(err))
