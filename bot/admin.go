@@ -9,189 +9,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
-
-// role is what a person may do with the bot's controls.
-type role int
-
-const (
-	// roleNone may not decide approvals or administer anything: bots,
-	// guests, people of another workspace or organization, deactivated
-	// accounts, and anyone users.info could not vouch for.
-	roleNone role = iota
-	// roleMember is a full member of the workspace.
-	roleMember
-	// roleAdmin is a workspace admin or owner, or listed in BOT_ADMINS.
-	roleAdmin
-)
-
-func (r role) String() string {
-	switch r {
-	case roleMember:
-		return "member"
-	case roleAdmin:
-		return "admin"
-	}
-	return "none"
-}
-
-// roleTTL bounds how long a users.info answer is trusted: a demoted admin or
-// a deactivated account loses its rights within this time.
-const roleTTL = 2 * time.Minute
-
-// maxRoleEntries bounds the role cache; past it the cache starts over.
-const maxRoleEntries = 20000
-
-// roleCache remembers users.info verdicts per workspace and user.
-type roleCache struct {
-	mu sync.Mutex
-	m  map[string]roleEntry
-}
-
-type roleEntry struct {
-	r   role
-	why string
-	at  time.Time
-}
-
-// userLookup is users.info.
-type userLookup func(ctx context.Context, user string) (*slack.User, error)
-
-// classify decides a person's role from users.info in workspace team. why
-// says, for people who may not act, what they are.
-func classify(u *slack.User, team string) (r role, why string) {
-	switch {
-	case u == nil:
-		return roleNone, "unknown user"
-	case u.IsBot || u.IsAppUser || u.IsWorkflowBot || u.IsConnectorBot:
-		return roleNone, "bot"
-	case u.Deleted:
-		return roleNone, "deactivated account"
-	case u.IsStranger, u.TeamID != "" && team != "" && u.TeamID != team:
-		return roleNone, "member of another workspace"
-	case u.IsRestricted || u.IsUltraRestricted:
-		return roleNone, "guest"
-	case u.IsAdmin || u.IsOwner || u.IsPrimaryOwner,
-		u.Enterprise.IsAdmin || u.Enterprise.IsOwner || u.Enterprise.IsPrimaryOwner:
-		return roleAdmin, ""
-	}
-	return roleMember, ""
-}
-
-// role returns the role of user, acting in workspace team. userTeam is the
-// team the interaction payload names for the user ("" when absent): a
-// mismatch means another workspace and no rights, even for BOT_ADMINS.
-// admins are the BOT_ADMINS ids, admins without a users.info check.
-// Errors are not cached: the person may simply try again.
-func (c *roleCache) role(ctx context.Context, lookup userLookup, admins []string, team, user, userTeam string) (role, string) {
-	switch {
-	case team == "" || user == "":
-		return roleNone, "unknown user"
-	case userTeam != "" && userTeam != team:
-		return roleNone, "member of another workspace"
-	case slices.Contains(admins, user):
-		return roleAdmin, ""
-	}
-	key := team + "/" + user
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && time.Since(e.at) < roleTTL {
-		return e.r, e.why
-	}
-	if lookup == nil {
-		return roleNone, "unknown user"
-	}
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	u, err := lookup(lctx, user)
-	if err != nil {
-		return roleNone, "lookup failed"
-	}
-	r, why := classify(u, team)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxRoleEntries {
-		c.m = map[string]roleEntry{}
-	}
-	c.m[key] = roleEntry{r: r, why: why, at: time.Now()}
-	c.mu.Unlock()
-	return r, why
-}
-
-// roleOf is the role of user in team as the bot sees it.
-func (b *Bot) roleOf(ctx context.Context, team, user, userTeam string) (role, string) {
-	lookup := func(ctx context.Context, user string) (*slack.User, error) { return b.lookupUser(ctx, team, user) }
-	return b.ctl.roles.role(ctx, lookup, b.opts.Admins, team, user, userTeam)
-}
-
-// lookupUser is users.info in team (must-deliver: a click waits on it).
-func (b *Bot) lookupUser(ctx context.Context, team, user string) (*slack.User, error) {
-	var u *slack.User
-	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.UsersInfo}, func(ctx context.Context, api *slack.Client) error {
-		var err error
-		u, err = api.GetUserInfoContext(ctx, user)
-		return err
-	})
-	return u, err
-}
-
-// mayDecide reports whether user may answer (or revoke) an approval that
-// requester's turn asked for: the requester or an admin, and never a
-// bot, guest, deactivated account or someone of another workspace. deny is
-// the explanation for everyone else.
-func (b *Bot) mayDecide(ctx context.Context, team, user, userTeam, requester string) (ok bool, deny string) {
-	r, why := b.roleOf(ctx, team, user, userTeam)
-	return decideRule(r, why, user, requester, "answer this request")
-}
-
-// mayStop is mayDecide for the Stop button: the same people may stop the
-// answer as may approve its tool calls.
-func (b *Bot) mayStop(ctx context.Context, team, user, userTeam, requester string) (ok bool, deny string) {
-	r, why := b.roleOf(ctx, team, user, userTeam)
-	return decideRule(r, why, user, requester, "stop this answer")
-}
-
-// decideRule is mayDecide's rule, apart from the lookup; what names the
-// action in the refusal ("answer this request").
-func decideRule(r role, why, user, requester, what string) (bool, string) {
-	switch {
-	case r == roleNone && why == "lookup failed":
-		return false, "I couldn't check your account just now, so nothing happened. Please try again in a moment."
-	case r == roleNone:
-		return false, "Only the person who asked, or a workspace admin, can " + what + " (" + plural(why) + " can't). Nothing happened."
-	case r == roleAdmin, user == requester && requester != "":
-		return true, ""
-	}
-	return false, "Only the person who asked, or a workspace admin, can " + what + ". Nothing happened."
-}
-
-// plural turns classify's why into the people it names ("guest" → "guests").
-func plural(why string) string {
-	if rest, ok := strings.CutPrefix(why, "member of "); ok {
-		return "members of " + rest
-	}
-	return why + "s"
-}
-
-// control is the state of approvals and admin commands; its zero value is
-// ready to use.
-type control struct {
-	roles roleCache
-	// people and groups tell who a turn answers, for tool scopes
-	// (access.go).
-	people personCache
-	groups groups
-}
 
 // publicURL is u without query and fragment, for audit and answers (a query
 // may carry a token).
@@ -521,10 +348,10 @@ func (b *Bot) openAddModal(ctx context.Context, sc slack.SlashCommand, to replyT
 // ephemeral message where the command was typed.
 func (b *Bot) addSubmitted(ctx context.Context, cb slack.InteractionCallback) any {
 	team, user := cb.Team.ID, cb.User.ID
-	if r, why := b.roleOf(ctx, team, user, cb.User.TeamID); r != roleAdmin {
+	if r, why := b.people.Role(ctx, team, user, cb.User.TeamID); r != people.Admin {
 		b.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": opAdd})
 		msg := "Only workspace admins can add MCP servers."
-		if why == "lookup failed" {
+		if why == people.LookupFailed {
 			msg = "I couldn't check your account just now. Please try again."
 		}
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockMCPName: msg})

@@ -150,7 +150,7 @@ func (b *Bot) sessionStopped(ctx context.Context, k session.ThreadKey, user stri
 		b.log.Warn("bot: reading the session for Slack's Stop failed; not acking", append(attrs, "err", err)...)
 		return false, nil
 	}
-	if ok, why := b.mayStop(ctx, k.Team, user, "", requester); !ok {
+	if ok, why := b.people.MayStop(ctx, k.Team, user, "", requester); !ok {
 		b.log.Info("bot: Slack's Stop by someone who may not stop the turn", append(attrs, "user", user)...)
 		m := inbound{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, User: user}
 		return true, func(ctx context.Context) { b.ephemeral(ctx, m, why) }

@@ -76,7 +76,7 @@ func (b *Bot) paneNote(ctx context.Context, k session.ThreadKey, meta *session.M
 	meta.Extra[paneExtra] = pc.ChannelID
 	where := "a direct message conversation"
 	if !strings.HasPrefix(pc.ChannelID, "D") {
-		where = "the channel #" + b.names.channel(ctx, b, k.Team, pc.ChannelID) + " (" + pc.ChannelID + ")"
+		where = "the channel #" + b.people.ChannelName(ctx, k.Team, pc.ChannelID) + " (" + pc.ChannelID + ")"
 	}
 	return "[Slack: while writing this, the person is viewing " + where + ".]"
 }

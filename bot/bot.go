@@ -21,6 +21,7 @@ import (
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/bot/stream"
 	"github.com/bobbinbot/bobbin/provider"
@@ -38,7 +39,7 @@ type Store interface {
 	controlStore    // audit (audit.go)
 	ask.Store       // approvals, grants, questions, Connect notices (bot/ask)
 	oauthCleaner    // OAuth connections of removed servers (mcpauth.go)
-	usergroupCache  // user group members (access.go)
+	people.Store    // user group members (bot/people)
 	meterStore      // usage limits (profile.go)
 	stopStore       // Stop across replicas (stopreq.go)
 	grantChecker    // thread grants (turn.go)
@@ -160,7 +161,7 @@ type Options struct {
 	CheckForm func(fields []agentask.Field, content map[string]any) map[string]string
 	// UsergroupCacheTTL is how long a user group's members are reused, by
 	// every replica, before usergroups.users.list is asked again
-	// (USERGROUP_CACHE_TTL, default DefaultUsergroupCacheTTL).
+	// (USERGROUP_CACHE_TTL, default people.DefaultUsergroupCacheTTL).
 	UsergroupCacheTTL time.Duration
 	// ToolFileMaxBytes is the largest file a tool returns that is
 	// uploaded into the thread (TOOL_FILE_MAX_BYTES, default
@@ -225,7 +226,6 @@ type Bot struct {
 	turnSlots chan struct{} // MAX_CONCURRENT_TURNS
 	admitSem  chan struct{} // envelopes being admitted at once
 
-	names   nameCache
 	cancels cancelRegistry
 
 	sockets  atomic.Int32
@@ -244,8 +244,9 @@ type Bot struct {
 	mu      sync.Mutex
 	running map[session.ThreadKey]bool
 
-	// ctl is the state of approvals and admin commands (admin.go).
-	ctl control
+	// people is who people are, who is in a user group and what things
+	// are called (bot/people).
+	people *people.Directory
 	// jobs is the work after an ack: slash commands answered later (a probe
 	// takes seconds, more than an ack may wait), prompt updates waiting on
 	// the budget, Home buttons. Run closes it on shutdown and waits.
@@ -340,7 +341,6 @@ func New(opts Options) (*Bot, error) {
 		m:         m,
 		turnSlots: make(chan struct{}, opts.MaxConcurrentTurns),
 		admitSem:  make(chan struct{}, 64),
-		names:     nameCache{m: map[string]nameEntry{}},
 		cancels:   cancelRegistry{m: map[session.ThreadKey]context.CancelCauseFunc{}},
 		running:   map[session.ThreadKey]bool{},
 		files:     newFileFetcher(hc.Transport, opts.APIURL, m),
@@ -349,6 +349,7 @@ func New(opts Options) (*Bot, error) {
 	b.api = b.newClient(opts.BotToken)
 	b.ws = b.newWorkspaces(opts)
 	b.slack = slackapi.New(gov, b.ws, log)
+	b.people = b.newPeople() // access.go
 	b.ask = b.newPrompts()   // prompts.go
 	b.collectFeedbackVotes() // feedback.go
 	return b, nil

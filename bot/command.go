@@ -14,6 +14,7 @@ import (
 	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -419,16 +420,16 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID, Team: sc.TeamID}
 	team, user := sc.TeamID, sc.UserID
 	cs := b.store
-	r, why := b.roleOf(ctx, team, user, "")
+	r, why := b.people.Role(ctx, team, user, "")
 	switch cmd.Op {
 	case opList, opTools, opConnect, opDiscon:
-		if r == roleNone && why != "guest" {
+		if r == people.None && why != people.Guest {
 			return ephemeralAck(noRightsText(why))
 		}
 	default:
-		if r != roleAdmin {
+		if r != people.Admin {
 			b.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": cmd.Op, "server": cmd.Name})
-			if why == "lookup failed" {
+			if why == people.LookupFailed {
 				return ephemeralAck(noRightsText(why))
 			}
 			return ephemeralAck("Only workspace admins can use `/bobbin " + cmd.Op + "`. Ask an admin of this workspace to do it.")
@@ -481,11 +482,11 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	return ephemeralAck(mrkdwn.EscapeText(helpText))
 }
 
-func noRightsText(why string) string {
-	if why == "lookup failed" {
+func noRightsText(why people.Reason) string {
+	if why == people.LookupFailed {
 		return "I couldn't check your account just now. Please try again in a moment."
 	}
-	return "Sorry, this command is not available to you (" + why + ")."
+	return "Sorry, this command is not available to you (" + why.String() + ")."
 }
 
 func headerMap(hs []header) map[string]string {

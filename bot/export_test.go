@@ -18,4 +18,4 @@ func PickClientToken(ctx context.Context, b *Bot, team string) (string, error) {
 }
 
 // TeamName is the workspace name the system prompt of team would use.
-func TeamName(ctx context.Context, b *Bot, team string) string { return b.names.team(ctx, b, team) }
+func TeamName(ctx context.Context, b *Bot, team string) string { return b.people.TeamName(ctx, team) }

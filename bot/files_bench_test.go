@@ -73,7 +73,7 @@ func BenchmarkThreadImport(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		bt.names = nameCache{m: map[string]nameEntry{}}
+		bt.people = bt.newPeople()
 		var mb msgBuilder
 		bt.importContext(context.Background(), k, batch, &mb)
 		msgs = mb.build(context.Background(), bt, k.Team)
@@ -130,7 +130,7 @@ func BenchmarkMentionImage1MB(b *testing.B) {
 	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: p.TS}
 	batch := []inbound{{Kind: kindMention, Team: k.Team, Channel: k.Channel, ThreadTS: p.TS, TS: p.TS, User: slackemu.UserAlice,
 		Text: "what does this error mean?", Files: []sharedFile{sf}}}
-	bt.names.name(context.Background(), bt, k.Team, slackemu.UserAlice) // warm: names are not the subject
+	bt.people.Name(context.Background(), k.Team, slackemu.UserAlice) // warm: names are not the subject
 	var msgs []provider.Message
 	b.SetBytes(int64(len(pic)))
 	b.ReportAllocs()

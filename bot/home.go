@@ -10,6 +10,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -70,14 +71,14 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 		st = b.opts.MCP.Status(ctx, team)
 	}
 	b.fillPolicies(ctx, team, st) // policy.go
-	r, _ := b.roleOf(ctx, team, user, "")
+	r, _ := b.people.Role(ctx, team, user, "")
 	var needs, mine []homeEntry
 	for _, x := range st {
 		o := x.OAuth
 		if o == nil || (!o.Connected && x.Here != nil && !x.Here.OK) {
 			continue
 		}
-		admin := r == roleAdmin
+		admin := r == people.Admin
 		switch {
 		case o.Connected && (o.Mode == AuthUser || admin):
 			mine = append(mine, homeEntry{st: x})
@@ -248,7 +249,7 @@ func (b *Bot) homeAction(ctx context.Context, cb slack.InteractionCallback, act 
 		return
 	}
 	team, user := cmpOr(cb.Team.ID, cb.User.TeamID), cb.User.ID
-	if r, why := b.roleOf(ctx, team, user, cb.User.TeamID); r == roleNone && why != "guest" {
+	if r, why := b.people.Role(ctx, team, user, cb.User.TeamID); r == people.None && why != people.Guest {
 		return
 	}
 	b.jobs.Go(ctx, "a Home button", func(jctx context.Context) {

@@ -31,6 +31,9 @@ func TestImportsSubtree(t *testing.T) {
 	importcheck.Forbid(t, "./ask", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 	importcheck.ForbidExcept(t, "./install", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
 	importcheck.Forbid(t, "./install", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
+	// bot/people: who people are (roles, scope facts, user groups, names).
+	importcheck.ForbidExcept(t, "./people", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
+	importcheck.Forbid(t, "./people", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 }
 
 // TestNoStoreAssertions: no non-test file in the module type-asserts a

@@ -15,6 +15,7 @@ import (
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -156,7 +157,7 @@ func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name s
 		return reply{text: fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to connect.", mrkdwn.InlineCode(name))}
 	}
 	if st.Mode == AuthWorkspace {
-		if r, _ := b.roleOf(ctx, team, user, ""); r != roleAdmin {
+		if r, _ := b.people.Role(ctx, team, user, ""); r != people.Admin {
 			return reply{text: fmt.Sprintf("`%s` is connected once for the whole workspace; only a workspace admin can connect it.", mrkdwn.InlineCode(name))}
 		}
 	}
@@ -194,7 +195,7 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 	}
 	whose := "Your connection to"
 	if st.Mode == AuthWorkspace {
-		if r, _ := b.roleOf(ctx, team, user, ""); r != roleAdmin {
+		if r, _ := b.people.Role(ctx, team, user, ""); r != people.Admin {
 			return fmt.Sprintf("`%s` is connected for the whole workspace; only a workspace admin can disconnect it.", mrkdwn.InlineCode(name))
 		}
 		whose = "The workspace's connection to"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent/profile"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -43,9 +44,9 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 	team, user, channel := sc.TeamID, sc.UserID, sc.ChannelID
 	ms := b.store
 	args := toks[1:]
-	r, why := b.roleOf(ctx, team, user, "")
+	r, why := b.people.Role(ctx, team, user, "")
 	if verb == "usage" && len(args) == 1 && strings.EqualFold(args[0], "me") {
-		if r == roleNone && why != "guest" {
+		if r == people.None && why != people.Guest {
 			return ephemeralAck(noRightsText(why)), true
 		}
 		return ephemeralAck(b.usageMe(ctx, team, user)), true
@@ -57,9 +58,9 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 			op += " " + strings.ToLower(args[0])
 		}
 	}
-	if r != roleAdmin {
+	if r != people.Admin {
 		b.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": op})
-		if why == "lookup failed" {
+		if why == people.LookupFailed {
 			return ephemeralAck(noRightsText(why)), true
 		}
 		return ephemeralAck("Only workspace admins can use `/bobbin " + mrkdwn.EscapeText(op) + "`. Ask an admin of this workspace to do it."), true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/ask"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -48,17 +49,17 @@ func (b *Bot) Prompts() *ask.Prompts { return b.ask }
 type askRoles struct{ b *Bot }
 
 func (r askRoles) MayDecide(ctx context.Context, team, user, userTeam, requester string) (bool, string) {
-	return r.b.mayDecide(ctx, team, user, userTeam, requester)
+	return r.b.people.MayDecide(ctx, team, user, userTeam, requester)
 }
 
 func (r askRoles) IsAdmin(ctx context.Context, team, user, userTeam string) (bool, string) {
-	role, why := r.b.roleOf(ctx, team, user, userTeam)
-	return role == roleAdmin, why
+	role, why := r.b.people.Role(ctx, team, user, userTeam)
+	return role == people.Admin, why.String() // "lookup failed" when it could not be checked
 }
 
 func (r askRoles) MaySee(ctx context.Context, team, user, userTeam string) bool {
-	role, why := r.b.roleOf(ctx, team, user, userTeam)
-	return role != roleNone || why == "guest"
+	role, why := r.b.people.Role(ctx, team, user, userTeam)
+	return role != people.None || why == people.Guest
 }
 
 // approverFor returns the Approver of a turn in thread k started by

@@ -11,6 +11,7 @@ import (
 	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -235,11 +236,11 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want access
 		return "I couldn't read the server's registration just now. Nothing changed; please try again in a moment."
 	}
 	for _, g := range want.Usergroups {
-		_, err := b.usergroupMembers(ctx, team, g, true)
+		_, err := b.people.Members(ctx, team, g, true)
 		switch {
-		case errors.Is(err, errNoSuchGroup):
+		case errors.Is(err, people.ErrNoSuchGroup):
 			return fmt.Sprintf("This workspace has no user group `%s` (or it is disabled). Nothing changed.", mrkdwn.InlineCode(g))
-		case errors.Is(err, errGroupsNeedPlan):
+		case errors.Is(err, people.ErrGroupsNeedPlan):
 			return "User groups need a paid Slack plan, which this workspace does not have. Nothing changed."
 		case err != nil:
 			return fmt.Sprintf("I couldn't check the user group `%s` just now. Nothing changed; please try again in a moment.", mrkdwn.InlineCode(g))

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/session"
@@ -111,32 +110,5 @@ func TestPeopleOfATurn(t *testing.T) {
 	}
 	if got := peopleOf(session.Meta{}, inbound{User: "U7", UserTeam: "T8"}); len(got) != 1 || got[0] != (personRef{user: "U7", team: "T8"}) {
 		t.Errorf("old session: %+v", got)
-	}
-}
-
-// TestPersonFacts: who counts as a guest or as of another organization.
-func TestPersonFacts(t *testing.T) {
-	cases := []struct {
-		name     string
-		u        slack.User
-		userTeam string
-		want     Person
-	}{
-		{"member", slack.User{ID: "U1", TeamID: "T1"}, "", Person{ID: "U1"}},
-		{"member, user_team this workspace", slack.User{ID: "U1", TeamID: "T1"}, "T1", Person{ID: "U1"}},
-		{"multi-channel guest", slack.User{ID: "U1", TeamID: "T1", IsRestricted: true}, "", Person{ID: "U1", Guest: true}},
-		{"single-channel guest", slack.User{ID: "U1", TeamID: "T1", IsRestricted: true, IsUltraRestricted: true}, "", Person{ID: "U1", Guest: true}},
-		{"stranger", slack.User{ID: "U1", TeamID: "T9", IsStranger: true}, "", Person{ID: "U1", External: true}},
-		{"another workspace's team id", slack.User{ID: "U1", TeamID: "T9"}, "", Person{ID: "U1", External: true}},
-		{"user_team of another workspace", slack.User{ID: "U1", TeamID: "T1"}, "T9", Person{ID: "U1", External: true}},
-		{"Grid member homed in a sibling workspace", slack.User{ID: "W1", TeamID: "T2", Enterprise: slack.EnterpriseUser{ID: "W1", EnterpriseID: "E1", Teams: []string{"T1", "T2"}}}, "T2", Person{ID: "W1"}},
-		{"Grid member of other workspaces only", slack.User{ID: "W1", TeamID: "T2", Enterprise: slack.EnterpriseUser{ID: "W1", EnterpriseID: "E1", Teams: []string{"T2"}}}, "", Person{ID: "W1", External: true}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := personFacts(&tc.u, "T1").person(personRef{user: tc.u.ID, team: tc.userTeam}, "T1"); got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-		})
 	}
 }

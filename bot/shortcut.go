@@ -151,10 +151,10 @@ func shortcutText(m inbound, targetName string) string {
 func (b *Bot) shortcutMessage(ctx context.Context, k session.ThreadKey, m inbound) provider.Message {
 	name := ""
 	if t := m.Shortcut; t.User != "" && !t.Own {
-		name = b.names.name(ctx, b, k.Team, t.User)
+		name = b.people.Name(ctx, k.Team, t.User)
 	}
 	return provider.Message{
 		Role: provider.RoleUser, Content: shortcutText(m, name), UserID: m.User,
-		UserName: b.names.name(ctx, b, k.Team, m.User), Meta: map[string]string{"shortcut_ts": m.Shortcut.TS},
+		UserName: b.people.Name(ctx, k.Team, m.User), Meta: map[string]string{"shortcut_ts": m.Shortcut.TS},
 	}
 }

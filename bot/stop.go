@@ -11,7 +11,7 @@ import (
 )
 
 // stopClicked handles the Stop button. The same people may stop a turn as
-// may approve its tool calls (mayStop); anyone else is told why nothing
+// may approve its tool calls (people.MayStop); anyone else is told why nothing
 // happened.
 func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, value string) {
 	k, ok := parseThreadKey(value)
@@ -25,7 +25,7 @@ func (b *Bot) stopClicked(ctx context.Context, cb slack.InteractionCallback, val
 		b.tell(ctx, cb, k.ThreadTS, "I couldn't reach this answer's state just now, so nothing happened. Please try again in a moment.")
 		return
 	}
-	if ok, why := b.mayStop(ctx, k.Team, user, cb.User.TeamID, requester); !ok {
+	if ok, why := b.people.MayStop(ctx, k.Team, user, cb.User.TeamID, requester); !ok {
 		b.tell(ctx, cb, k.ThreadTS, why)
 		return
 	}

@@ -216,7 +216,7 @@ func (b *Bot) nameEntries(ctx context.Context, team string, entries []threadEntr
 				return
 			}
 			defer func() { <-sem }()
-			n := b.names.name(ctx, b, team, u)
+			n := b.people.Name(ctx, team, u)
 			mu.Lock()
 			names[u] = n
 			mu.Unlock()
@@ -455,7 +455,7 @@ func (b *Bot) importContext(ctx context.Context, k session.ThreadKey, batch []in
 
 // entryOfInbound is a recorded reply (THREAD_FOLLOWUPS=mention) as context.
 func (b *Bot) entryOfInbound(ctx context.Context, k session.ThreadKey, m inbound) threadEntry {
-	e := threadEntry{ts: m.TS, user: m.User, text: m.Text, name: b.names.name(ctx, b, k.Team, m.User)}
+	e := threadEntry{ts: m.TS, user: m.User, text: m.Text, name: b.people.Name(ctx, k.Team, m.User)}
 	for _, f := range m.Files {
 		e.files = append(e.files, fileTask{f: f})
 	}
@@ -531,7 +531,7 @@ func (b *Bot) batchMessages(ctx context.Context, k session.ThreadKey, batch []in
 			Role:     provider.RoleUser,
 			Content:  m.Text,
 			UserID:   m.User,
-			UserName: b.names.name(ctx, b, k.Team, m.User),
+			UserName: b.people.Name(ctx, k.Team, m.User),
 			Meta:     map[string]string{"ts": m.TS},
 		})
 		mb.files(j, tasksOf(m.Files))

@@ -391,7 +391,7 @@ func (b *Bot) failNotice(ctx context.Context, k session.ThreadKey, m inbound, te
 // prompt caches hit: the Slack setting, the date, workspace and channel
 // names, how to format, then the operator's instructions.
 func (b *Bot) systemPrompt(ctx context.Context, k session.ThreadKey, now time.Time) string {
-	team, channel := b.names.team(ctx, b, k.Team), b.names.channel(ctx, b, k.Team, k.Channel)
+	team, channel := b.people.TeamName(ctx, k.Team), b.people.ChannelName(ctx, k.Team, k.Channel)
 	var s strings.Builder
 	s.WriteString("You are Bobbin, an assistant answering inside a Slack thread. ")
 	s.WriteString("Several people may talk in the thread; each user message starts with who wrote it as [name (user id)]. ")
