@@ -122,8 +122,8 @@ func shared[T any](ctx context.Context, g *singleflight.Group, key string, timeo
 	}
 }
 
-// LookupUser is users.info in team (must-deliver: a click waits on it).
-func (d *Directory) LookupUser(ctx context.Context, team, user string) (*slack.User, error) {
+// lookupUser is users.info in team (must-deliver: a click waits on it).
+func (d *Directory) lookupUser(ctx context.Context, team, user string) (*slack.User, error) {
 	var u *slack.User
 	err := d.api.Do(ctx, slackapi.Call{Team: team, Method: slackapi.UsersInfo}, func(ctx context.Context, api *slack.Client) error {
 		var err error
@@ -161,7 +161,7 @@ func (d *Directory) facts(ctx context.Context, team, user string) (facts, error)
 		return f, nil
 	}
 	return shared(ctx, &d.flight, "i:"+key, lookupTimeout, func(ctx context.Context) (facts, error) {
-		u, err := d.LookupUser(ctx, team, user)
+		u, err := d.lookupUser(ctx, team, user)
 		if err != nil {
 			return facts{}, err
 		}
