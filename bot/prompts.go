@@ -48,13 +48,13 @@ func (b *Bot) Prompts() *ask.Prompts { return b.ask }
 // askRoles are the roles bot/ask checks clicks with.
 type askRoles struct{ b *Bot }
 
-func (r askRoles) MayDecide(ctx context.Context, team, user, userTeam, requester string) (bool, string) {
-	return r.b.people.MayDecide(ctx, team, user, userTeam, requester)
+func (r askRoles) MayAct(ctx context.Context, team, user, userTeam, requester, action string) (bool, string) {
+	return r.b.people.MayAct(ctx, team, user, userTeam, requester, action)
 }
 
-func (r askRoles) IsAdmin(ctx context.Context, team, user, userTeam string) (bool, string) {
+func (r askRoles) IsAdmin(ctx context.Context, team, user, userTeam string) (admin, unchecked bool) {
 	role, why := r.b.people.Role(ctx, team, user, userTeam)
-	return role == people.Admin, why.String() // "lookup failed" when it could not be checked
+	return role == people.Admin, why == people.LookupFailed
 }
 
 func (r askRoles) MaySee(ctx context.Context, team, user, userTeam string) bool {

@@ -425,7 +425,7 @@ func (p *Prompts) approvalAction(ctx context.Context, cb slack.InteractionCallba
 	}
 	user := cb.User.ID
 	log := p.log.With(threadAttrs(ap.Thread())...)
-	if ok, why := p.opts.Roles.MayDecide(ctx, ap.Team, user, cb.User.TeamID, ap.Requester); !ok {
+	if ok, why := p.opts.Roles.MayAct(ctx, ap.Team, user, cb.User.TeamID, ap.Requester, actApprove); !ok {
 		p.Tell(ctx, cb, ap.ThreadTS, why)
 		p.opts.Audit(ctx, ap.Team, map[string]string{
 			"event": auditRefused, "channel": ap.Channel, "thread": ap.ThreadTS, "user": ap.Requester, "by": user,

@@ -248,11 +248,11 @@ func testPrompts(t *testing.T, emu *slackemu.Server, store *session.Store) *Prom
 // anyone lets everyone decide and see.
 type anyone struct{}
 
-func (anyone) MayDecide(context.Context, string, string, string, string) (bool, string) {
+func (anyone) MayAct(context.Context, string, string, string, string, string) (bool, string) {
 	return true, ""
 }
-func (anyone) IsAdmin(context.Context, string, string, string) (bool, string) { return true, "" }
-func (anyone) MaySee(context.Context, string, string, string) bool            { return true }
+func (anyone) IsAdmin(context.Context, string, string, string) (bool, bool) { return true, false }
+func (anyone) MaySee(context.Context, string, string, string) bool          { return true }
 
 // A turn resumed on another replica waits on the prompt its predecessor
 // posted instead of asking twice.

@@ -277,7 +277,7 @@ func (p *Prompts) Submit(ctx context.Context, cb slack.InteractionCallback) any 
 		return fail("I can't find this question any more. Close this form.")
 	}
 	user := cb.User.ID
-	if ok, _ := p.opts.Roles.MayDecide(ctx, rec.Team, user, cb.User.TeamID, rec.Requester); !ok {
+	if ok, _ := p.opts.Roles.MayAct(ctx, rec.Team, user, cb.User.TeamID, rec.Requester, actAnswer); !ok {
 		p.opts.Audit(ctx, rec.Team, map[string]string{"event": auditQuestionRefused, "channel": rec.Channel, "thread": rec.ThreadTS,
 			"user": rec.Requester, "by": user, "server": rec.Server, "question": rec.ID, "outcome": "submit"})
 		return fail("Only the person who was asked, or a workspace admin, can answer this question.")

@@ -17,22 +17,29 @@ import (
 // time, without "Always allow in this thread".
 
 // policyAdminWho replaces "<@asker> or a workspace admin can decide".
+// What a refusal names: "Only the person who asked, or a workspace admin,
+// can answer this request."
+const (
+	actApprove = "answer this request"
+	actAnswer  = "answer this question"
+)
+
 const policyAdminWho = "Only a workspace admin can decide (this tool's policy is `admin`)."
 
 // policyMayDecide refuses, with a word to the clicker and an audit entry,
 // a click the tool policy does not accept: on an admin-only approval,
-// anyone but an admin (the asker included). Roles.MayDecide has already
+// anyone but an admin (the asker included). Roles.MayAct has already
 // accepted the asker or an admin.
 func (p *Prompts) policyMayDecide(ctx context.Context, cb slack.InteractionCallback, ap session.Approval, action string) bool {
 	if !ap.AdminOnly {
 		return true
 	}
-	admin, why := p.opts.Roles.IsAdmin(ctx, ap.Team, cb.User.ID, cb.User.TeamID)
+	admin, unchecked := p.opts.Roles.IsAdmin(ctx, ap.Team, cb.User.ID, cb.User.TeamID)
 	if admin {
 		return true
 	}
 	msg := "Only a workspace admin can approve this tool (its policy is `admin`). Nothing happened."
-	if why == "lookup failed" {
+	if unchecked {
 		msg = "I couldn't check your account just now, so nothing happened. Please try again in a moment."
 	}
 	p.Tell(ctx, cb, ap.ThreadTS, msg)

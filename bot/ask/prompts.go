@@ -53,13 +53,14 @@ type Store interface {
 // Roles is who may do what (the root's roles): the person a prompt is
 // for, a workspace admin, anyone of the workspace.
 type Roles interface {
-	// MayDecide reports whether user (of userTeam) may answer a prompt
-	// requester's turn asked: the requester or an admin. deny is what the
-	// clicker is told otherwise ("… answer this request …").
-	MayDecide(ctx context.Context, team, user, userTeam, requester string) (ok bool, deny string)
-	// IsAdmin reports whether user is a workspace admin; why is "lookup
-	// failed" when that could not be checked.
-	IsAdmin(ctx context.Context, team, user, userTeam string) (admin bool, why string)
+	// MayAct reports whether user (of userTeam) may act on a prompt
+	// requester's turn asked: the requester or an admin. action names the
+	// act in deny, what the clicker is told otherwise ("answer this
+	// request").
+	MayAct(ctx context.Context, team, user, userTeam, requester, action string) (ok bool, deny string)
+	// IsAdmin reports whether user is a workspace admin; unchecked is true
+	// when that could not be checked (Slack did not answer).
+	IsAdmin(ctx context.Context, team, user, userTeam string) (admin, unchecked bool)
 	// MaySee reports whether user may see what a prompt hides from the
 	// thread (a call's full arguments): a person of the workspace.
 	MaySee(ctx context.Context, team, user, userTeam string) bool

@@ -363,8 +363,8 @@ func (p *Prompts) questionAction(ctx context.Context, cb slack.InteractionCallba
 		return
 	}
 	user := cb.User.ID
-	if ok, why := p.opts.Roles.MayDecide(ctx, rec.Team, user, cb.User.TeamID, rec.Requester); !ok {
-		p.Tell(ctx, cb, rec.ThreadTS, strings.Replace(why, "answer this request", "answer this question", 1))
+	if ok, why := p.opts.Roles.MayAct(ctx, rec.Team, user, cb.User.TeamID, rec.Requester, actAnswer); !ok {
+		p.Tell(ctx, cb, rec.ThreadTS, why)
 		p.opts.Audit(ctx, rec.Team, map[string]string{"event": auditQuestionRefused, "channel": rec.Channel, "thread": rec.ThreadTS,
 			"user": rec.Requester, "by": user, "server": rec.Server, "question": rec.ID, "outcome": act.ActionID})
 		return

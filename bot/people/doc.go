@@ -16,5 +16,5 @@
 // Import rule: people imports bot/slackapi, agent/access and slack-go; it
 // never imports package bot or another feature package (bot/ask,
 // bot/admin, bot/install, bot/stream). Features that need a person's role
-// declare a small interface (MayDecide, Role) that *Directory satisfies.
+// declare a small interface (MayAct, Role) that *Directory satisfies.
 package people
