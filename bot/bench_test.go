@@ -12,6 +12,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
@@ -198,8 +199,8 @@ func unlimitedEdits(o *bot.Options) {
 }
 
 // noLimits turns every Slack budget of the bot off (SLACK_RATE_LIMITS=*=off).
-func noLimits() map[string]bot.RateLimit {
-	l, err := bot.ParseRateLimits("*=off", bot.DefaultRateLimits())
+func noLimits() map[string]slackapi.RateLimit {
+	l, err := slackapi.ParseRateLimits("*=off", slackapi.DefaultRateLimits())
 	if err != nil {
 		panic(err)
 	}
@@ -280,7 +281,7 @@ func BenchmarkFirstVisibleTextFourReplies(b *testing.B) {
 		ftr.next = o.Agent
 		o.Agent = ftr
 		o.UserTurnsPerMinute = 1000000
-		o.RateLimits = bot.DefaultRateLimits()
+		o.RateLimits = slackapi.DefaultRateLimits()
 	}})
 	chans := []string{"C8001", "C8002", "C8003", "C8004"}
 	for _, c := range chans {

@@ -120,10 +120,10 @@ type Options struct {
 	// replicas (default 45: Tier 3 is about 50). RateLimits, when set,
 	// wins.
 	UpdatesPerMinute int
-	// RateLimits are the Web API budgets by method (DefaultRateLimits,
-	// with ParseRateLimits for SLACK_RATE_LIMITS); nil means the defaults
+	// RateLimits are the Web API budgets by method (slackapi.DefaultRateLimits,
+	// with slackapi.ParseRateLimits for SLACK_RATE_LIMITS); nil means the defaults
 	// with chat.update at UpdatesPerMinute.
-	RateLimits map[string]RateLimit
+	RateLimits map[string]slackapi.RateLimit
 	// MaxConcurrentTurns bounds the turns this process runs at once
 	// (default 32).
 	MaxConcurrentTurns int
@@ -324,7 +324,7 @@ func New(opts Options) (*Bot, error) {
 	}
 	limits := opts.RateLimits
 	if limits == nil {
-		limits = DefaultRateLimits()
+		limits = slackapi.DefaultRateLimits()
 		u := limits[slackapi.ChatUpdate]
 		u.PerMinute = opts.UpdatesPerMinute
 		limits[slackapi.ChatUpdate] = u

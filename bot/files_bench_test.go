@@ -12,6 +12,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
@@ -30,7 +31,7 @@ func benchBot(b *testing.B) (*Bot, *slackemu.Server) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-	limits, _ := ParseRateLimits("*=off", DefaultRateLimits())
+	limits, _ := slackapi.ParseRateLimits("*=off", slackapi.DefaultRateLimits())
 	bt, err := New(Options{BotToken: slackemu.BotToken, AppToken: slackemu.AppToken, APIURL: emu.APIURL(), Store: store,
 		Agent: nopRunner{}, RateLimits: limits})
 	if err != nil {

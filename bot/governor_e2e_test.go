@@ -17,6 +17,7 @@ import (
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
@@ -76,8 +77,8 @@ type govOpts struct {
 
 // scaledLimits are the default budgets for a Slack whose minute lasts
 // scale real minutes.
-func scaledLimits(scale float64) map[string]bot.RateLimit {
-	out := bot.DefaultRateLimits()
+func scaledLimits(scale float64) map[string]slackapi.RateLimit {
+	out := slackapi.DefaultRateLimits()
 	for m, l := range out {
 		l.PerMinute = int(float64(l.PerMinute) / scale)
 		l.ChannelPerMinute = int(float64(l.ChannelPerMinute) / scale)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -145,8 +146,8 @@ func TestE2EThreadCacheWatched(t *testing.T) {
 // newest messages, the model is told how many it could not read, and
 // Slack never answers 429.
 func TestE2EThreadCacheBeforeJoin(t *testing.T) {
-	limits := bot.DefaultRateLimits()
-	limits["conversations.replies"] = bot.RateLimit{PerMinute: 1, Burst: 1}
+	limits := slackapi.DefaultRateLimits()
+	limits["conversations.replies"] = slackapi.RateLimit{PerMinute: 1, Burst: 1}
 	e := newCacheEnv(t, harnessOpts{emu: slackemu.Options{NonMarketplace: true}, bot: func(o *bot.Options) { o.RateLimits = limits }})
 	parent := e.post(slackemu.UserPost{User: slackemu.UserAlice, Text: "long thread", Silent: true, TS: "1767600000.000100"})
 	for i := range 30 {

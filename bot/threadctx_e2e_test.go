@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 	"github.com/bobbinbot/bobbin/session"
@@ -221,8 +222,8 @@ func TestE2EThreadFollowupsMention(t *testing.T) {
 // thread gets one page and a note, a second thread within the minute none;
 // both are answered, and Slack never answers 429.
 func TestE2EThreadContextNonMarketplace(t *testing.T) {
-	limits := bot.DefaultRateLimits()
-	limits["conversations.replies"] = bot.RateLimit{PerMinute: 1, Burst: 1}
+	limits := slackapi.DefaultRateLimits()
+	limits["conversations.replies"] = slackapi.RateLimit{PerMinute: 1, Burst: 1}
 	h := newHarness(t, harnessOpts{emu: slackemu.Options{NonMarketplace: true}, bot: func(o *bot.Options) { o.RateLimits = limits }})
 	parent := h.post(slackemu.UserPost{User: slackemu.UserAlice, Text: "long thread", Silent: true, TS: "1767600000.000100"})
 	for i := range 30 {

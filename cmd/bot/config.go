@@ -12,6 +12,7 @@ import (
 	"github.com/caarlos0/env/v10"
 
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -89,7 +90,7 @@ type config struct {
 	secretKey     []byte
 	oldSecretKeys map[string][]byte
 	logLevel      slog.Level
-	rateLimits    map[string]bot.RateLimit
+	rateLimits    map[string]slackapi.RateLimit
 }
 
 // loadConfig reads and validates the configuration, reporting every problem
@@ -261,10 +262,10 @@ func httpURL(s string) bool {
 
 // slackRateLimits is the governor's budget table: Slack's tiers, chat.update
 // at SLACK_UPDATES_PER_MINUTE, then the SLACK_RATE_LIMITS overrides.
-func slackRateLimits(updatesPerMinute int, overrides string) (map[string]bot.RateLimit, error) {
-	limits := bot.DefaultRateLimits()
+func slackRateLimits(updatesPerMinute int, overrides string) (map[string]slackapi.RateLimit, error) {
+	limits := slackapi.DefaultRateLimits()
 	u := limits["chat.update"]
 	u.PerMinute = updatesPerMinute
 	limits["chat.update"] = u
-	return bot.ParseRateLimits(overrides, limits)
+	return slackapi.ParseRateLimits(overrides, limits)
 }
