@@ -301,23 +301,6 @@ func ValidateElicitContent(s *ElicitSchema, content map[string]any) map[string]s
 	return errs
 }
 
-func asFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
 func checkValue(f ElicitField, v any) error {
 	switch f.Kind {
 	case FieldString:
@@ -354,7 +337,7 @@ func checkValue(f ElicitField, v any) error {
 			}
 		}
 	case FieldNumber, FieldInteger:
-		x, ok := asFloat(v)
+		x, ok := ask.Number(v)
 		if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
 			return fieldErr("Enter a number.")
 		}

@@ -6,6 +6,7 @@
 package ask
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
 )
@@ -68,3 +69,22 @@ var secretLike = regexp.MustCompile(`(?i)(pass(word|wd|phrase|code)?|secret|toke
 // servers must not ask for those in forms, and their answers are never
 // shown back.
 func LooksSecret(s string) bool { return secretLike.MatchString(s) }
+
+// Number reads a number of a form: a default or an answer, as JSON
+// decoding (float64, json.Number) or Go code (int, int64, float32) made it.
+func Number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}

@@ -123,7 +123,7 @@ func fieldElement(f ask.Field) slack.BlockElement {
 		if f.Maximum != nil {
 			e.MaxValue = formatNum(*f.Maximum)
 		}
-		if x, ok := asNumber(f.Default); ok {
+		if x, ok := ask.Number(f.Default); ok {
 			e.InitialValue = formatNum(x)
 		}
 		return e
@@ -531,22 +531,6 @@ func answerText(f ask.Field, v any) string {
 		return strconv.FormatInt(x, 10)
 	}
 	return fmt.Sprint(v)
-}
-
-// asNumber reads a default number (float64 from JSON, or an int).
-func asNumber(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // defaultStrings reads an enum default: a string or a list of them (JSON
