@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -286,6 +287,13 @@ type Result struct {
 	Compacted bool
 }
 
+// ErrHandOver, as (or wrapped in) the cause of a turn's cancellation,
+// says the turn is handed over to another holder that resumes it from the
+// transcript (a replica shutting down): the tool calls of the current step
+// that were not started are left without a result, so the next holder
+// decides and runs them, instead of being answered "interrupted".
+var ErrHandOver = errors.New("agent: turn handed over")
+
 // Run runs one turn: it calls the model, runs the tools it asks for, and
 // repeats until the model ends its turn, a stop condition hits, or ctx ends.
 //
@@ -293,7 +301,8 @@ type Result struct {
 // compaction retry for context-length errors) or a checkpoint error ends the
 // turn with Outcome Failed and is returned wrapped. When ctx ends, Run
 // leaves the transcript consistent (partial answer marked Interrupted,
-// unanswered tool calls answered "interrupted"), returns Outcome Cancelled
+// unanswered tool calls answered "interrupted", or left for the next holder
+// when the cause is ErrHandOver), returns Outcome Cancelled
 // and an error wrapping context.Cause(ctx), so errors.Is(err,
 // context.Canceled) and a caller's own cause both match. Result is always
 // filled in as far as the turn got.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -159,4 +160,48 @@ func TestResume(t *testing.T) {
 	if _, err := e2.agent.Run(t.Context(), e2.turn(h2, tool)); err != nil || tool.calls.Load() != 1 {
 		t.Errorf("err %v, ran %d", err, tool.calls.Load())
 	}
+}
+
+// TestHandOverWhileAwaitingApproval: a turn handed over (a replica shutting
+// down) while a call waits for approval leaves that call, and the step's
+// other undecided calls, without a result; the next holder resumes from
+// the transcript, asks again (or finds the person's answer) and runs them.
+func TestHandOverWhileAwaitingApproval(t *testing.T) {
+	asked := make(chan struct{})
+	ap := &approverFunc{fn: func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
+		close(asked)
+		<-ctx.Done()
+		return Deny, ctx.Err()
+	}}
+	tool := echoTool("t")
+	h := []provider.Message{user("x")}
+	e := newEnv(t, Options{}, h, pt.ToolCalls(pt.Call("1", "t", `{}`), pt.Call("2", "t", `{"q":"b"}`)))
+	ctx, cancel := context.WithCancelCause(t.Context())
+	go func() {
+		<-asked
+		cancel(fmt.Errorf("replica stopping: %w", ErrHandOver))
+	}()
+	turn := e.turn(h, tool)
+	turn.Approver = ap
+	res, err := e.agent.Run(ctx, turn)
+	if !errors.Is(err, ErrHandOver) || res.Outcome != Cancelled || tool.calls.Load() != 0 {
+		t.Fatalf("err %v outcome %v ran %d", err, res.Outcome, tool.calls.Load())
+	}
+	if got := pendingCalls(e.store.history); len(got) != 2 {
+		t.Fatalf("calls left for the next holder: %v; want both (history %+v)", got, e.store.history)
+	}
+
+	// The next holder: the person allowed the call meanwhile.
+	e2 := newEnv(t, Options{}, e.store.history, pt.Text("saved"))
+	next := always(AllowOnce)
+	turn2 := e2.turn(e.store.history, tool)
+	turn2.Approver = next
+	res2, err := e2.agent.Run(t.Context(), turn2)
+	if err != nil || res2.Text != "saved" {
+		t.Fatalf("resumed: %v %q", err, res2.Text)
+	}
+	if tool.calls.Load() != 2 || len(next.names()) != 2 {
+		t.Errorf("resumed turn ran %d, asked %d; want both calls decided and run", tool.calls.Load(), len(next.names()))
+	}
+	checkConsistent(t, e2.p.Requests()[0].Messages)
 }

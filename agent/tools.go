@@ -32,7 +32,9 @@ type plan struct {
 	reason string   // short reason for observers
 	res    provider.ToolResult
 	done   bool // finished on its own (not cut by cancellation)
-	dur    time.Duration
+	// started: the tool was called (it may have acted even if cut short).
+	started bool
+	dur     time.Duration
 }
 
 func (p *plan) fail(reason, content string) {
@@ -156,13 +158,21 @@ func (r *run) runTools(ctx context.Context, calls []provider.ToolCall) []provide
 				return
 			}
 			defer func() { <-sem }()
+			p.started = true
 			r.call(ctx, p)
 		})
 	}
 	wg.Wait()
 
-	out := make([]provider.Message, len(plans))
-	for i, p := range plans {
+	// Handed over (ErrHandOver): a call that was never started gets no
+	// result, so the next holder of the turn decides and runs it (the
+	// person's approval, if they gave it meanwhile, is found there).
+	handOver := ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrHandOver)
+	out := make([]provider.Message, 0, len(plans))
+	for _, p := range plans {
+		if handOver && !p.done && !p.started {
+			continue
+		}
 		if !p.done {
 			p.res = provider.ToolResult{CallID: p.call.ID, Name: p.call.Name, IsError: true,
 				Content: "Error: interrupted: the person stopped the turn before this tool call finished."}
@@ -170,7 +180,7 @@ func (r *run) runTools(ctx context.Context, calls []provider.ToolCall) []provide
 		} else if !p.run {
 			r.observe(Event{Kind: EventToolFinished, Call: p.call, Hints: p.hints, Decision: p.dec, IsError: true, Text: p.reason})
 		}
-		out[i] = r.capResult(p.res).Message()
+		out = append(out, r.capResult(p.res).Message())
 	}
 	return out
 }

@@ -455,7 +455,10 @@ wait:
 	return nil
 }
 
-var errShutdown = errors.New("bot shutting down")
+// errShutdown is the cause of turns cancelled by a shutdown: they are handed
+// over (agent.ErrHandOver), so another replica resumes them and decides
+// the calls they had not started.
+var errShutdown = fmt.Errorf("bot shutting down: %w", agent.ErrHandOver)
 
 // sleepCtx waits d or until ctx ends; it reports whether d passed.
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -131,3 +131,10 @@ func (s *Store) WaitApproval(ctx context.Context, id string) (Approval, error) {
 func (s *Store) PendingApprovals(ctx context.Context, k ThreadKey) ([]Approval, error) {
 	return approvalPrompts.pending(ctx, s, k)
 }
+
+// ThreadApprovals lists thread k's approvals, pending or decided (until
+// they expire), oldest first: a turn resumed by another holder finds the
+// answer a person gave while the turn changed hands.
+func (s *Store) ThreadApprovals(ctx context.Context, k ThreadKey) ([]Approval, error) {
+	return approvalPrompts.inThread(ctx, s, k, true)
+}

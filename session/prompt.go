@@ -349,6 +349,12 @@ func (p *prompts[T]) wait(ctx context.Context, s *Store, id string) (T, error) {
 // expiry nobody has settled yet), oldest first, and prunes index entries
 // whose record is gone.
 func (p *prompts[T]) pending(ctx context.Context, s *Store, k ThreadKey) ([]T, error) {
+	return p.inThread(ctx, s, k, false)
+}
+
+// inThread lists thread k's records, oldest first: the pending ones, or
+// with decided also those decided and not yet expired.
+func (p *prompts[T]) inThread(ctx context.Context, s *Store, k ThreadKey, decided bool) ([]T, error) {
 	if err := k.validate(); err != nil {
 		return nil, err
 	}
@@ -381,7 +387,7 @@ func (p *prompts[T]) pending(ctx context.Context, s *Store, k ThreadKey) ([]T, e
 		if err != nil {
 			return nil, err
 		}
-		if !v.core().decided() {
+		if decided || !v.core().decided() {
 			out = append(out, v)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -139,7 +140,11 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 		})
 	}
 
-	got, err := wait(ctx, p, "approval of "+req.Hints.Server+"/"+req.Hints.Tool+" by "+a.requester+" in "+k.Channel, ap.ID, p.store.WaitApproval)
+	got := ap
+	var err error
+	if ap.State == session.ApprovalPending {
+		got, err = wait(ctx, p, "approval of "+req.Hints.Server+"/"+req.Hints.Tool+" by "+a.requester+" in "+k.Channel, ap.ID, p.store.WaitApproval)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return agent.Deny, a.abandon(ctx, ap, pr)
@@ -162,18 +167,25 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 	return agent.Deny, errApprovalWithdrawn
 }
 
-// resume finds the pending approval of call id that an earlier holder of
-// this turn posted, so the person is not asked twice.
+// resume finds the approval of call id that an earlier holder of this
+// turn posted, so the person is not asked twice: a pending one to wait on,
+// or one a person answered while the turn changed hands (a replica shut
+// down as they clicked), whose answer stands. One withdrawn or expired is
+// not found: the call is asked about again.
 func (a *threadApprover) resume(ctx context.Context, callID string) (session.Approval, bool) {
 	if callID == "" {
 		return session.Approval{}, false
 	}
-	pending, err := a.p.store.PendingApprovals(ctx, a.k)
+	all, err := a.p.store.ThreadApprovals(ctx, a.k)
 	if err != nil {
 		return session.Approval{}, false
 	}
-	for _, ap := range pending {
-		if ap.CallID == callID {
+	for _, ap := range slices.Backward(all) {
+		if ap.CallID != callID {
+			continue
+		}
+		switch ap.State {
+		case session.ApprovalPending, session.ApprovalAllowOnce, session.ApprovalAllowSession, session.ApprovalDeny:
 			return ap, true
 		}
 	}

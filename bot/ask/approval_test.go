@@ -289,3 +289,50 @@ func TestApproverResumesPendingPrompt(t *testing.T) {
 		t.Errorf("a resumed approval posted %d new prompts", n)
 	}
 }
+
+// A person answered while the turn changed hands (their click beat the
+// shutdown's withdrawal): the resumed turn takes that answer and asks
+// nobody again; a withdrawn prompt is asked again.
+func TestApproverResumesAnsweredPrompt(t *testing.T) {
+	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	t.Cleanup(emu.Close)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	store, err := session.Open(context.Background(), session.Options{URL: os.Getenv("REDIS_URL"), Prefix: "apa" + hex.EncodeToString(rnd[:])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	p := testPrompts(t, emu, store)
+	ctx := context.Background()
+	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: "1700000000.000100"}
+	record := func(callID, state string) {
+		t.Helper()
+		ap, err := store.CreateApproval(ctx, session.Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
+			Requester: slackemu.UserAlice, Tool: "gh__create_issue", CallID: callID, Expires: time.Now().Add(time.Minute), MessageTS: "1700000001.000200"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, won, err := store.Decide(ctx, ap.ID, state, slackemu.UserAlice); err != nil || !won {
+			t.Fatalf("decide %s: %v %v", state, won, err)
+		}
+	}
+	record("call_1", session.ApprovalAllowOnce)
+	d, err := p.Approver(k, slackemu.UserAlice).Approve(ctx, approvalRequest(`{"a":1}`, agent.Hints{}))
+	if err != nil || d != agent.AllowOnce {
+		t.Errorf("Approve = %v, %v; want the person's allow once", d, err)
+	}
+	if n := len(emu.Calls("chat.postMessage")); n != 0 {
+		t.Errorf("an answered approval posted %d new prompts", n)
+	}
+
+	// Withdrawn by the shutdown before anyone answered: asked again.
+	k.ThreadTS = "1700000000.000900"
+	record("call_1", session.ApprovalWithdrawn)
+	actx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, _ = p.Approver(k, slackemu.UserAlice).Approve(actx, approvalRequest(`{"a":1}`, agent.Hints{}))
+	if n := len(emu.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("a withdrawn approval posted %d new prompts; want 1", n)
+	}
+}

@@ -34,6 +34,7 @@ type Store interface {
 	Decide(ctx context.Context, id, state, by string) (session.Approval, bool, error)
 	WaitApproval(ctx context.Context, id string) (session.Approval, error)
 	PendingApprovals(ctx context.Context, k session.ThreadKey) ([]session.Approval, error)
+	ThreadApprovals(ctx context.Context, k session.ThreadKey) ([]session.Approval, error)
 	Grant(ctx context.Context, k session.ThreadKey, tool string) error
 	RevokeGrant(ctx context.Context, k session.ThreadKey, tool string) error
 
