@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/slack-go/slack"
-
 	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/bot/admin"
 	"github.com/bobbinbot/bobbin/bot/ask"
@@ -71,8 +69,4 @@ func (b *Bot) webhookClient() *http.Client {
 		return b.opts.HTTPClient
 	}
 	return &http.Client{Timeout: 10 * time.Second}
-}
-
-func mdText(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
