@@ -426,7 +426,7 @@ func TestE2EApprovalTimeout(t *testing.T) {
 	}
 }
 
-// fakeMCP is an MCPAdmin with one probe-able server; it records what it
+// fakeMCP is an admin.MCP with one probe-able server; it records what it
 // was given.
 type fakeMCP struct {
 	mu      sync.Mutex

@@ -3,37 +3,28 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/bot/ask"
-	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
 
-// controlStore is what the audit log and the admin commands need of the
-// session store (part of Store; approvals are bot/ask's).
+// controlStore is what the audit log needs of the session store (part of
+// Store; approvals are bot/ask's, the listing bot/admin's).
 type controlStore interface {
 	Audit(ctx context.Context, team string, fields map[string]string) error
-	RecentAudit(ctx context.Context, team string, n int) ([]session.AuditEntry, error)
 }
 
-// Audit events (those of prompts are bot/ask's).
-const (
-	auditToolCall     = "tool_call"
-	auditMCPAdd       = "mcp_add"
-	auditMCPRemove    = "mcp_remove"
-	auditMCPApprove   = "mcp_approve"
-	auditAdminRefused = "admin_refused"
-)
+// auditToolCall is the audit event of a tool call (those of prompts are
+// bot/ask's, those of administration bot/admin's).
+const auditToolCall = "tool_call"
 
 // audit writes one audit record: a structured log line and an entry in the
 // workspace's bounded audit stream in Redis. Fields must never hold
@@ -139,35 +130,3 @@ type auditedHintedTool struct {
 }
 
 func (t auditedHintedTool) Hints() agent.Hints { return t.h.Hints() }
-
-// auditLimit is how many entries /bobbin audit shows.
-const auditLimit = 25
-
-// formatAudit renders audit entries, newest first, for an admin.
-func formatAudit(entries []session.AuditEntry) string {
-	if len(entries) == 0 {
-		return "The audit log of this workspace is empty."
-	}
-	var s strings.Builder
-	fmt.Fprintf(&s, "*Latest %d audit entries* (newest first)\n", len(entries))
-	for _, e := range entries {
-		f := e.Fields
-		s.WriteString("• ")
-		s.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05Z"))
-		s.WriteString(" `" + mrkdwn.EscapeText(f["event"]) + "`")
-		for _, k := range []string{"user", "by", "server", "tool", "outcome", "policy", "decision", "duration_ms", "channel", "thread", "url", "args_digest"} {
-			v := f[k]
-			if v == "" {
-				continue
-			}
-			switch k {
-			case "user", "by":
-				fmt.Fprintf(&s, " %s <@%s>", k, mrkdwn.EscapeText(v))
-			default:
-				fmt.Fprintf(&s, " %s=%s", k, mrkdwn.EscapeText(mrkdwn.Clip(v, 120)))
-			}
-		}
-		s.WriteByte('\n')
-	}
-	return s.String()
-}

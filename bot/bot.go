@@ -18,6 +18,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	agentask "github.com/bobbinbot/bobbin/agent/ask"
+	"github.com/bobbinbot/bobbin/bot/admin"
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
@@ -38,7 +39,7 @@ type Store interface {
 	install.Store   // installations and retired workspaces (bot/install)
 	controlStore    // audit (audit.go)
 	ask.Store       // approvals, grants, questions, Connect notices (bot/ask)
-	oauthCleaner    // OAuth connections of removed servers (mcpauth.go)
+	admin.Store     // audit listing, OAuth cleanup, profiles, usage, votes (bot/admin)
 	people.Store    // user group members (bot/people)
 	meterStore      // usage limits (profile.go)
 	stopStore       // Stop across replicas (stopreq.go)
@@ -147,9 +148,9 @@ type Options struct {
 	Now func() time.Time
 
 	// MCP administers the workspaces' MCP servers for /bobbin mcp (nil:
-	// those commands say MCP is not available). cmd/bot adapts the
-	// mcp.Manager.
-	MCP MCPAdmin
+	// those commands say MCP is not available; bot/admin). cmd/bot adapts
+	// the mcp.Manager.
+	MCP admin.MCP
 	// ApprovalTimeout is how long a tool-call approval prompt waits before
 	// the call is denied (APPROVAL_TIMEOUT, default 10 min). Keep the
 	// agent's own ApprovalTimeout at least this long. A server's question
@@ -255,6 +256,8 @@ type Bot struct {
 	waits personWaits
 	// ask posts approvals, questions and Connect prompts (prompts.go).
 	ask *ask.Prompts
+	// admin is /bobbin, the add-server form and the App Home (bot/admin).
+	admin *admin.Admin
 
 	// files downloads shared files (download.go).
 	files *fileFetcher
@@ -351,6 +354,7 @@ func New(opts Options) (*Bot, error) {
 	b.slack = slackapi.New(gov, b.ws, log)
 	b.people = b.newPeople() // access.go
 	b.ask = b.newPrompts()   // prompts.go
+	b.admin = b.newAdmin()   // admin.go
 	b.collectFeedbackVotes() // feedback.go
 	return b, nil
 }

@@ -34,6 +34,9 @@ func TestImportsSubtree(t *testing.T) {
 	// bot/people: who people are (roles, scope facts, user groups, names).
 	importcheck.ForbidExcept(t, "./people", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
 	importcheck.Forbid(t, "./people", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
+	// bot/admin: /bobbin, the add-server form and the App Home.
+	importcheck.ForbidExcept(t, "./admin", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
+	importcheck.Forbid(t, "./admin", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 }
 
 // TestNoStoreAssertions: no non-test file in the module type-asserts a

@@ -198,3 +198,7 @@ func (b *Bot) privateAction(ctx context.Context, cb slack.InteractionCallback, a
 		b.tell(ctx, cb, ap.ThreadTS, "Kept private: I continue without it.")
 	}
 }
+
+func mdText(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}

@@ -32,14 +32,12 @@ type ProfileOptions struct {
 	Providers map[string]provider.Provider
 }
 
-// meterStore is session.Store's usage, budget and binding methods.
+// meterStore is session.Store's usage and budget methods and the binding
+// a turn reads (the reports and binding commands are bot/admin's).
 type meterStore interface {
 	CheckBudget(ctx context.Context, team, channel, user string, limits []session.Limit, now time.Time) (session.BudgetVerdict, error)
 	RecordUsage(ctx context.Context, team string, r session.UsageRecord, now time.Time, retention time.Duration) error
-	Usage(ctx context.Context, team, period string, now time.Time) (session.UsageReport, error)
-	SetProfileBinding(ctx context.Context, team, channel, profile string) error
 	ProfileBinding(ctx context.Context, team, channel string) (string, error)
-	ProfileBindings(ctx context.Context, team string) (map[string]string, error)
 }
 
 // resolveProfile is the profile of channel in team: an admin's binding,

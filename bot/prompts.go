@@ -7,6 +7,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/admin"
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/session"
@@ -36,7 +37,7 @@ func (b *Bot) newPrompts() *ask.Prompts {
 		},
 		Shutdown: errShutdown,
 		Stop:     func(k session.ThreadKey, user string) { b.cancels.cancel(k, stopCause{user: user}) },
-		Home:     b.publishHome,
+		Home:     func(ctx context.Context, team, user string) { b.admin.PublishHome(ctx, team, user) },
 	})
 }
 
@@ -87,18 +88,30 @@ func (b *Bot) handleControl(ctx context.Context, cb slack.InteractionCallback) (
 		for _, a := range private {
 			b.privateAction(ctx, cb, a)
 		}
-		home := homeClicks(cb) // home.go
+		home := admin.Clicks(cb) // bot/admin
 		for _, a := range home {
-			b.homeAction(ctx, cb, a)
+			b.admin.Action(ctx, cb, a)
 		}
-		return nil, len(prompts)+len(private)+len(home) > 0
+		return nil, len(prompts)+len(private)+len(home)+connectLinks(cb) > 0
 	case slack.InteractionTypeViewSubmission:
 		switch cb.View.CallbackID {
-		case callbackMCPAdd:
-			return b.addSubmitted(ctx, cb), true
+		case admin.CallbackAdd:
+			return b.admin.Submit(ctx, cb), true
 		case ask.CallbackQuestion:
 			return b.ask.Submit(ctx, cb), true
 		}
 	}
 	return nil, false
+}
+
+// connectLinks counts clicks on Connect buttons: links, whose
+// block_actions are only acked.
+func connectLinks(cb slack.InteractionCallback) int {
+	n := 0
+	for _, a := range cb.ActionCallback.BlockActions {
+		if a != nil && a.ActionID == ask.ActionConnectLink {
+			n++
+		}
+	}
+	return n
 }

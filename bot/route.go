@@ -79,7 +79,7 @@ const (
 	kindContext = "context"
 	// kindShortcut is the Ask Bobbin message shortcut (shortcut.go).
 	kindShortcut = "shortcut"
-	// kindHome is app_home_opened on the Home tab: publish it (home.go).
+	// kindHome is app_home_opened on the Home tab: publish it (bot/admin).
 	kindHome = "app_home_opened"
 )
 
@@ -289,7 +289,7 @@ func (b *Bot) admitEvent(ctx, turnCtx context.Context, raw json.RawMessage, retr
 		return true, after
 	}
 	if m.Kind == kindHome {
-		return true, b.homeOpened(m.Team, m.User) // idempotent: no dedupe needed
+		return true, b.admin.HomeOpened(m.Team, m.User) // idempotent: no dedupe needed
 	}
 	if b.draining.Load() {
 		return false, nil // another replica (or our successor) takes it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/admin"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -47,9 +48,9 @@ func (b *Bot) askShortcut(ctx, turnCtx context.Context, cb slack.InteractionCall
 		return true
 	}
 	log := b.log.With(threadAttrs(m.Team, m.Channel, m.ThreadTS)...)
-	to := replyTarget{ResponseURL: cb.ResponseURL, Channel: m.Channel, User: m.User, Team: m.Team}
+	to := admin.Target{ResponseURL: cb.ResponseURL, Channel: m.Channel, User: m.User, Team: m.Team}
 	tell := func(text string) {
-		b.later(ctx, to, "", func(context.Context) string { return text })
+		b.admin.Tell(ctx, to, text)
 	}
 	if b.draining.Load() {
 		tell("I'm restarting just now; please try again in a moment.")

@@ -223,14 +223,14 @@ func (b *Bot) interactive(ctx, turnCtx context.Context, raw json.RawMessage) any
 	return nil
 }
 
-// slashCommand answers /bobbin (command.go).
+// slashCommand answers /bobbin (bot/admin).
 func (b *Bot) slashCommand(ctx context.Context, raw json.RawMessage) any {
 	var cmd slack.SlashCommand
 	if err := json.Unmarshal(raw, &cmd); err != nil {
 		b.log.Warn("bot: malformed slash command", "err", err)
 		return nil
 	}
-	return b.runSlash(ctx, cmd)
+	return b.admin.Slash(ctx, cmd)
 }
 
 // logAttrs are the attributes every log line about a thread carries.

@@ -62,7 +62,7 @@ var webMethods = []WebMethod{
 	{"files.getUploadURLExternal", []string{"GetUploadURLExternalContext"}, []string{"files:write"}},
 	{"files.upload_url", []string{"UploadToURL"}, nil},
 	{"files.completeUploadExternal", []string{"CompleteUploadExternalContext"}, []string{"files:write"}},
-	// The App Home tab (home.go): Tier 4, no scope.
+	// The App Home tab (bot/admin): Tier 4, no scope.
 	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
 	// Members of user groups that scope MCP servers (access.go).
 	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
@@ -89,7 +89,7 @@ var botEvents = map[string]string{
 	"message.channels": "channels:history",
 	"message.groups":   "groups:history",
 	"message.im":       "im:history",
-	// The App Home tab (home.go) and, under agent view, the Messages
+	// The App Home tab (bot/admin) and, under agent view, the Messages
 	// tab (bot/agentview.go): no scope.
 	"app_home_opened": "",
 	// Agent view (bot/agentview.go): the viewed channel, Slack's Stop.

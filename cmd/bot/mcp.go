@@ -10,6 +10,7 @@ import (
 	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot"
+	"github.com/bobbinbot/bobbin/bot/admin"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
 )
@@ -63,7 +64,7 @@ func (r registrations) DeleteRegistration(ctx context.Context, team, name string
 	return r.s.DeleteRegistration(ctx, team, name)
 }
 
-// mcpAdmin is *mcp.Manager as bot.MCPAdmin, MCPAuth and PolicyAdmin (the
+// mcpAdmin is *mcp.Manager as admin.MCP, Auth, Policies and ScopedStatus (the
 // bot does not import mcp): the Manager's own methods, values and errors
 // (agent/servers) as they are, and URLs validated with the bot's network
 // setting.
@@ -72,13 +73,15 @@ type mcpAdmin struct {
 	allowPrivate bool
 }
 
-// The bot finds MCPAuth, PolicyAdmin and ToolReporter by type assertion:
-// a signature that drifted would switch them off quietly.
+// bot/admin finds Auth, Policies and ScopedStatus, and the bot
+// ToolReporter, by type assertion: a signature that drifted would switch
+// them off quietly.
 var (
-	_ bot.MCPAdmin     = mcpAdmin{}
-	_ bot.MCPAuth      = mcpAdmin{}
-	_ bot.PolicyAdmin  = mcpAdmin{}
-	_ bot.ToolReporter = mcpTools{}
+	_ admin.MCP          = mcpAdmin{}
+	_ admin.Auth         = mcpAdmin{}
+	_ admin.Policies     = mcpAdmin{}
+	_ admin.ScopedStatus = mcpAdmin{}
+	_ bot.ToolReporter   = mcpTools{}
 )
 
 // mcpTools adapts *mcp.Manager to bot.ToolSource: a turn gets the tools

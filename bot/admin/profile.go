@@ -1,4 +1,4 @@
-package bot
+package admin
 
 import (
 	"cmp"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent/profile"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
-	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -31,8 +30,8 @@ const profileHelp = "• `/bobbin profile list`, `/bobbin profile show <name>`: 
 	"• `/bobbin usage`: this month's and today's model usage by channel, person and model _(admins)_; `/bobbin usage me`: yours\n"
 
 // operatorSlash handles the profile and usage commands; ok=false leaves
-// the command to runSlash.
-func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any, ok bool) {
+// the command to Slash.
+func (a *Admin) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any, ok bool) {
 	toks, err := tokenize(sc.Text)
 	if err != nil || len(toks) == 0 {
 		return nil, false
@@ -42,14 +41,14 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 		return nil, false
 	}
 	team, user, channel := sc.TeamID, sc.UserID, sc.ChannelID
-	ms := b.store
+	ms := a.store
 	args := toks[1:]
-	r, why := b.people.Role(ctx, team, user, "")
+	who := a.people.Standing(ctx, team, user, "")
 	if verb == "usage" && len(args) == 1 && strings.EqualFold(args[0], "me") {
-		if r == people.None && why != people.Guest {
-			return ephemeralAck(noRightsText(why)), true
+		if !who.MayUse {
+			return ephemeralAck(noRightsText(who)), true
 		}
-		return ephemeralAck(b.usageMe(ctx, team, user)), true
+		return ephemeralAck(a.usageMe(ctx, team, user)), true
 	}
 	op := verb
 	if verb != "usage" {
@@ -58,21 +57,21 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 			op += " " + strings.ToLower(args[0])
 		}
 	}
-	if r != people.Admin {
-		b.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": op})
-		if why == people.LookupFailed {
-			return ephemeralAck(noRightsText(why)), true
+	if !who.Admin {
+		a.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": op})
+		if who.Unchecked {
+			return ephemeralAck(noRightsText(who)), true
 		}
 		return ephemeralAck("Only workspace admins can use `/bobbin " + mrkdwn.EscapeText(op) + "`. Ask an admin of this workspace to do it."), true
 	}
-	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: channel, User: user, Team: team}
+	to := Target{ResponseURL: sc.ResponseURL, Channel: channel, User: user, Team: team}
 	if verb == "usage" {
 		if len(args) > 0 {
 			return ephemeralAck("Usage: `/bobbin usage` (the workspace's, admins) or `/bobbin usage me` (yours)."), true
 		}
-		return b.answer(ctx, to, b.usageReport(ctx, team)), true
+		return a.answer(ctx, to, a.usageReport(ctx, team)), true
 	}
-	cfg := b.opts.Profiles.Config
+	cfg := a.profiles
 	if cfg == nil {
 		return ephemeralAck("No agent profiles are configured: the operator sets them in the file named by `PROFILES_CONFIG`."), true
 	}
@@ -82,7 +81,7 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 	sub, rest := strings.ToLower(args[0]), joinMentions(args[1:])
 	switch sub {
 	case "list", "ls":
-		return b.answer(ctx, to, b.profileList(ctx, team, channel)), true
+		return a.answer(ctx, to, a.profileList(ctx, team, channel)), true
 	case "show":
 		if len(rest) != 1 {
 			return ephemeralAck("Usage: `/bobbin profile show <name>`."), true
@@ -91,7 +90,7 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 		if p == nil {
 			return ephemeralAck(fmt.Sprintf("There is no profile %s. `/bobbin profile list` shows them.", inlineCodeQ(rest[0]))), true
 		}
-		return b.answer(ctx, to, b.profileShow(p)), true
+		return a.answer(ctx, to, a.profileShow(p)), true
 	case "use":
 		if len(rest) < 1 || len(rest) > 2 {
 			return ephemeralAck("Usage: `/bobbin profile use <name> [#channel]`."), true
@@ -104,10 +103,10 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 			return ephemeralAck(mrkdwn.EscapeText(err.Error())), true
 		}
 		if err := ms.SetProfileBinding(ctx, team, ch, rest[0]); err != nil {
-			b.log.Warn("bot: binding a profile failed", "team", team, "channel", ch, "err", err)
+			a.log.Warn("bot: binding a profile failed", "team", team, "channel", ch, "err", err)
 			return ephemeralAck("I couldn't save that just now. Please try again in a moment."), true
 		}
-		b.audit(ctx, team, map[string]string{"event": auditProfileUse, "by": user, "channel": ch, "profile": rest[0]})
+		a.audit(ctx, team, map[string]string{"event": auditProfileUse, "by": user, "channel": ch, "profile": rest[0]})
 		return ephemeralAck(fmt.Sprintf("<#%s> now uses the profile %s, from its next turn on.", ch, inlineCodeQ(rest[0]))), true
 	case "clear":
 		if len(rest) > 1 {
@@ -118,10 +117,10 @@ func (b *Bot) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack any
 			return ephemeralAck(mrkdwn.EscapeText(err.Error())), true
 		}
 		if err := ms.SetProfileBinding(ctx, team, ch, ""); err != nil {
-			b.log.Warn("bot: clearing a profile binding failed", "team", team, "channel", ch, "err", err)
+			a.log.Warn("bot: clearing a profile binding failed", "team", team, "channel", ch, "err", err)
 			return ephemeralAck("I couldn't save that just now. Please try again in a moment."), true
 		}
-		b.audit(ctx, team, map[string]string{"event": auditProfileClear, "by": user, "channel": ch})
+		a.audit(ctx, team, map[string]string{"event": auditProfileClear, "by": user, "channel": ch})
 		p, src := cfg.Resolve(ch, strings.HasPrefix(ch, "D"), "")
 		return ephemeralAck(fmt.Sprintf("<#%s> has no profile binding now; it uses %s.", ch, describeProfile(p, src))), true
 	}
@@ -161,11 +160,11 @@ func describeProfile(p *profile.Profile, src profile.Source) string {
 
 // profileHereLine says which profile applies in channel, for mcp list
 // ("" without profiles).
-func (b *Bot) profileHereLine(ctx context.Context, team, channel string) string {
-	if b.opts.Profiles.Config == nil {
+func (a *Admin) profileHereLine(ctx context.Context, team, channel string) string {
+	if a.profiles == nil {
 		return ""
 	}
-	p, src := b.resolveProfile(ctx, team, channel)
+	p, src := a.profile(ctx, team, channel)
 	line := "Agent profile here: " + describeProfile(p, src)
 	if p != nil && p.Servers != nil {
 		line += "; it offers only the servers it names"
@@ -175,8 +174,8 @@ func (b *Bot) profileHereLine(ctx context.Context, team, channel string) string 
 
 // homeProfileLine says which profiles apply in DMs and in channels without
 // their own, for the App Home ("" without profiles).
-func (b *Bot) homeProfileLine() string {
-	cfg := b.opts.Profiles.Config
+func (a *Admin) homeProfileLine() string {
+	cfg := a.profiles
 	if cfg == nil {
 		return ""
 	}
@@ -186,13 +185,13 @@ func (b *Bot) homeProfileLine() string {
 		describeProfile(def, defSrc) + " (`/bobbin mcp list` in a channel says which applies there)."
 }
 
-func (b *Bot) profileList(ctx context.Context, team, here string) string {
-	cfg := b.opts.Profiles.Config
+func (a *Admin) profileList(ctx context.Context, team, here string) string {
+	cfg := a.profiles
 	var s strings.Builder
-	p, src := b.resolveProfile(ctx, team, here)
+	p, src := a.profile(ctx, team, here)
 	fmt.Fprintf(&s, "*Agent profiles* (here: %s)\n", describeProfile(p, src))
 	for _, p := range cfg.Profiles {
-		fmt.Fprintf(&s, "• %s: model %s", inlineCodeQ(p.Name), inlineCodeQ(cmp.Or(p.Model, b.opts.Model)))
+		fmt.Fprintf(&s, "• %s: model %s", inlineCodeQ(p.Name), inlineCodeQ(cmp.Or(p.Model, a.model)))
 		if p.Respond != "" {
 			fmt.Fprintf(&s, ", answers %s", p.Respond)
 		}
@@ -207,7 +206,7 @@ func (b *Bot) profileList(ctx context.Context, team, here string) string {
 	if cfg.DM != "" {
 		fmt.Fprintf(&s, "Direct messages: %s. ", inlineCodeQ(cfg.DM))
 	}
-	if bs, err := b.store.ProfileBindings(ctx, team); err == nil && len(bs) > 0 {
+	if bs, err := a.store.ProfileBindings(ctx, team); err == nil && len(bs) > 0 {
 		s.WriteString("\n*Bound by admins*\n")
 		for _, ch := range slices.Sorted(maps.Keys(bs)) {
 			fmt.Fprintf(&s, "• <#%s>: %s\n", ch, inlineCodeQ(bs[ch]))
@@ -216,10 +215,10 @@ func (b *Bot) profileList(ctx context.Context, team, here string) string {
 	return strings.TrimSpace(s.String())
 }
 
-func (b *Bot) profileShow(p *profile.Profile) string {
+func (a *Admin) profileShow(p *profile.Profile) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Profile %s*\n", inlineCodeQ(p.Name))
-	fmt.Fprintf(&s, "• Model: %s", inlineCodeQ(cmp.Or(p.Model, b.opts.Model)))
+	fmt.Fprintf(&s, "• Model: %s", inlineCodeQ(cmp.Or(p.Model, a.model)))
 	if p.Provider != "" {
 		fmt.Fprintf(&s, " via %s", inlineCodeQ(p.Provider))
 	}
@@ -241,7 +240,7 @@ func (b *Bot) profileShow(p *profile.Profile) string {
 		fmt.Fprintf(&s, "• Output cap: %d tokens\n", p.MaxTokens)
 	}
 	if !p.Budget.IsZero() {
-		fmt.Fprintf(&s, "• Channel budget: %s\n", b.limitsText(p.Budget))
+		fmt.Fprintf(&s, "• Channel budget: %s\n", a.limitsText(p.Budget))
 	}
 	if sp := strings.TrimSpace(p.SystemPrompt); sp != "" {
 		fmt.Fprintf(&s, "• Instructions: %s\n", mrkdwn.EscapeText(mrkdwn.Clip(sp, 300)))
@@ -249,7 +248,7 @@ func (b *Bot) profileShow(p *profile.Profile) string {
 	return strings.TrimSpace(s.String())
 }
 
-func (b *Bot) limitsText(l profile.Limits) string {
+func (a *Admin) limitsText(l profile.Limits) string {
 	var parts []string
 	if l.DailyTokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d tokens a day", l.DailyTokens))
@@ -258,69 +257,69 @@ func (b *Bot) limitsText(l profile.Limits) string {
 		parts = append(parts, fmt.Sprintf("%d tokens a month", l.MonthlyTokens))
 	}
 	if l.DailyCost > 0 {
-		parts = append(parts, b.money(int64(l.DailyCost*1e6))+" a day")
+		parts = append(parts, a.money(int64(l.DailyCost*1e6))+" a day")
 	}
 	if l.MonthlyCost > 0 {
-		parts = append(parts, b.money(int64(l.MonthlyCost*1e6))+" a month")
+		parts = append(parts, a.money(int64(l.MonthlyCost*1e6))+" a month")
 	}
 	return strings.Join(parts, ", ")
 }
 
 // usageReport is the workspace's usage this month and today: totals, then
 // the top 10 channels, people and models.
-func (b *Bot) usageReport(ctx context.Context, team string) string {
-	now := b.opts.Now()
+func (a *Admin) usageReport(ctx context.Context, team string) string {
+	now := a.now()
 	var s strings.Builder
 	for _, period := range []string{session.PeriodMonth, session.PeriodDay} {
-		r, err := b.store.Usage(ctx, team, period, now)
+		r, err := a.store.Usage(ctx, team, period, now)
 		if err != nil {
-			b.log.Warn("bot: reading usage failed", "team", team, "err", err)
+			a.log.Warn("bot: reading usage failed", "team", team, "err", err)
 			return "I couldn't read the usage just now. Please try again in a moment."
 		}
 		title := "This month (" + now.UTC().Format("January 2006") + ")"
 		if period == session.PeriodDay {
 			title = "Today (" + now.UTC().Format("2 January") + ", UTC)"
 		}
-		fmt.Fprintf(&s, "*%s*: %s\n", title, b.totalsText(r.Total))
+		fmt.Fprintf(&s, "*%s*: %s\n", title, a.totalsText(r.Total))
 		if r.Total.Tokens == 0 {
 			continue
 		}
-		top(&s, "Channels", r.Channels, func(id string) string { return "<#" + id + ">" }, b.totalsText)
-		top(&s, "People", r.People, func(id string) string { return "<@" + id + ">" }, b.totalsText)
+		top(&s, "Channels", r.Channels, func(id string) string { return "<#" + id + ">" }, a.totalsText)
+		top(&s, "People", r.People, func(id string) string { return "<@" + id + ">" }, a.totalsText)
 		models := map[string]session.Totals{}
 		for m, t := range r.Models {
 			models[m] = session.Totals{Tokens: t.Tokens, CostMicros: t.CostMicros}
 		}
 		top(&s, "Models", models, inlineCodeQ, func(t session.Totals) string {
-			return b.totalsText(t)
+			return a.totalsText(t)
 		})
 	}
 	return strings.TrimSpace(s.String())
 }
 
 // usageMe is the person's own usage.
-func (b *Bot) usageMe(ctx context.Context, team, user string) string {
-	now := b.opts.Now()
+func (a *Admin) usageMe(ctx context.Context, team, user string) string {
+	now := a.now()
 	var parts []string
 	for _, period := range []string{session.PeriodDay, session.PeriodMonth} {
-		r, err := b.store.Usage(ctx, team, period, now)
+		r, err := a.store.Usage(ctx, team, period, now)
 		if err != nil {
-			b.log.Warn("bot: reading usage failed", "team", team, "err", err)
+			a.log.Warn("bot: reading usage failed", "team", team, "err", err)
 			return "I couldn't read your usage just now. Please try again in a moment."
 		}
 		name := "This month"
 		if period == session.PeriodDay {
 			name = "Today"
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s", name, b.totalsText(r.People[user])))
+		parts = append(parts, fmt.Sprintf("%s: %s", name, a.totalsText(r.People[user])))
 	}
 	return "*Your model usage*\n" + strings.Join(parts, "\n")
 }
 
-func (b *Bot) totalsText(t session.Totals) string {
+func (a *Admin) totalsText(t session.Totals) string {
 	s := fmt.Sprintf("%d tokens", t.Tokens)
 	if t.CostMicros > 0 {
-		s += ", " + b.money(t.CostMicros)
+		s += ", " + a.money(t.CostMicros)
 	}
 	return s
 }
@@ -345,4 +344,14 @@ func top(s *strings.Builder, title string, m map[string]session.Totals, name fun
 		fmt.Fprintf(s, "%s %s", name(k), text(m[k]))
 	}
 	s.WriteString("\n")
+}
+
+// money formats micros of the configured currency (as the root's budget
+// refusals do).
+func (a *Admin) money(micros int64) string {
+	cur := ""
+	if cfg := a.profiles; cfg != nil && cfg.Currency != "" {
+		cur = " " + cfg.Currency
+	}
+	return fmt.Sprintf("%.2f%s", float64(micros)/1e6, cur)
 }

@@ -1,4 +1,4 @@
-package bot
+package admin
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
-	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -19,13 +18,6 @@ import (
 // The scope lives in the registration's record (key "scope"), so every
 // replica's MCP manager picks it up with the registrations (within its
 // refresh, 10 s).
-
-// scopeStatus is what mcp list needs beyond MCPAdmin.Status: every
-// server's verdict for the person asking, in the channel they ask in.
-// cmd/bot's adapter has it; without it the list shows no verdicts.
-type scopeStatus interface {
-	StatusAt(ctx context.Context, a Access) []servers.Status
-}
 
 var (
 	scopeChannelRE = regexp.MustCompile(`^[CG][A-Z0-9]{1,31}$`)
@@ -220,10 +212,10 @@ func scopeSummary(s access.Scope) string {
 // mcpScope answers /bobbin mcp scope: it replaces (or, with clear, lifts)
 // the scope of a server registered from Slack. Servers of MCP_CONFIG are
 // the operator's.
-func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want access.Scope, clear bool) string {
-	err := b.opts.MCP.Registered(ctx, team, name)
+func (a *Admin) mcpScope(ctx context.Context, team, user, name string, want access.Scope, clear bool) string {
+	err := a.mcp.Registered(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
-		for _, st := range b.opts.MCP.Status(ctx, team) {
+		for _, st := range a.mcp.Status(ctx, team) {
 			if st.Name == name && st.Source == "config" {
 				return fmt.Sprintf("`%s` comes from the operator's configuration (MCP_CONFIG): its scope can only be changed there. Now: %s.",
 					mrkdwn.InlineCode(name), describeScope(st.Scope))
@@ -232,15 +224,15 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want access
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
-		b.log.Warn("bot: reading a registration failed", "team", team, "server", name, "err", err)
+		a.log.Warn("bot: reading a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't read the server's registration just now. Nothing changed; please try again in a moment."
 	}
 	for _, g := range want.Usergroups {
-		_, err := b.people.Members(ctx, team, g, true)
+		err := a.people.CheckGroup(ctx, team, g)
 		switch {
-		case errors.Is(err, people.ErrNoSuchGroup):
+		case errors.Is(err, ErrNoSuchGroup):
 			return fmt.Sprintf("This workspace has no user group `%s` (or it is disabled). Nothing changed.", mrkdwn.InlineCode(g))
-		case errors.Is(err, people.ErrGroupsNeedPlan):
+		case errors.Is(err, ErrGroupsNeedPlan):
 			return "User groups need a paid Slack plan, which this workspace does not have. Nothing changed."
 		case err != nil:
 			return fmt.Sprintf("I couldn't check the user group `%s` just now. Nothing changed; please try again in a moment.", mrkdwn.InlineCode(g))
@@ -253,18 +245,18 @@ func (b *Bot) mcpScope(ctx context.Context, team, user, name string, want access
 	} else {
 		set = &want
 	}
-	err = b.opts.MCP.SetScope(ctx, team, name, set)
+	err = a.mcp.SetScope(ctx, team, name, set)
 	switch {
 	case errors.Is(err, session.ErrNotFound): // removed meanwhile: not brought back
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	case errors.Is(err, servers.ErrBadRecord):
-		b.log.Warn("bot: a registration record does not decode", "team", team, "server", name, "err", err)
+		a.log.Warn("bot: a registration record does not decode", "team", team, "server", name, "err", err)
 		return "The server's registration is damaged; remove it and add it again. Nothing changed."
 	case err != nil:
-		b.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
+		a.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't save the scope just now. Nothing changed; please try again in a moment."
 	}
-	b.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
+	a.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
 	if clear {
 		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it from its next turn.", mrkdwn.InlineCode(name), describeScope(want))
 	}

@@ -1,11 +1,10 @@
-package bot
+package admin
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -13,22 +12,20 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent/servers"
-	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
-	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // MCP servers that need OAuth (issue 13), the Slack side: /bobbin mcp
 // connect and disconnect, with Connect buttons (ask.ConnectBlocks: a URL
 // button whose url is the authorization endpoint itself, shown only to
-// the person it is for). The prompt a turn shows (PromptConnect) and the
-// callback's end (ConnectDone) are bot/ask's.
+// the person it is for: Options.ConnectBlocks). The prompt a turn shows
+// and the callback's end are bot/ask's.
 
-// MCPAuth is what OAuth needs of the MCP manager besides MCPAdmin. cmd/bot's
+// Auth is what OAuth needs of the MCP manager besides MCP. cmd/bot's
 // adapter of *mcp.Manager implements both on the value passed as
 // Options.MCP; without it OAuth servers cannot be connected from Slack.
-type MCPAuth interface {
+type Auth interface {
 	// StatusFor is Status with the OAuth connection states of user.
 	StatusFor(ctx context.Context, team, user string) []servers.Status
 	// ConnectionState is one OAuth server's connection for user (the
@@ -47,26 +44,25 @@ type MCPAuth interface {
 
 // Auth modes of an OAuth server (servers.Status.Auth, servers.OAuth.Mode).
 const (
-	AuthWorkspace = ask.AuthWorkspace
-	AuthUser      = ask.AuthUser
+	authWorkspace = "workspace"
+	authUser      = "user"
 )
 
-// Action ids of link buttons: Slack sends a block_actions for a click on
-// a URL button too, which is only acked.
+// Button labels.
 const (
-	actionConnectLink = ask.ActionConnectLink
-	labelConnect      = "Connect"
-	labelDisconnect   = "Disconnect"
+	labelConnect    = "Connect"
+	labelDisconnect = "Disconnect"
 )
 
-func (b *Bot) mcpAuth() MCPAuth {
-	a, _ := b.opts.MCP.(MCPAuth)
-	return a
+// auth is the MCP manager's OAuth side (nil without it).
+func (a *Admin) auth() Auth {
+	au, _ := a.mcp.(Auth)
+	return au
 }
 
 // modeWords names an auth mode for people.
 func modeWords(mode string) string {
-	if mode == AuthUser {
+	if mode == authUser {
 		return "per-user"
 	}
 	return "workspace"
@@ -75,7 +71,7 @@ func modeWords(mode string) string {
 // ephemeralIn posts text (and blocks) only user sees, in channel and
 // thread ("" for none; the bot answers in threads in DMs too), must-deliver
 // within ctx.
-func (b *Bot) ephemeralIn(ctx context.Context, team, channel, thread, user, text string, blocks []slack.Block) error {
+func (a *Admin) ephemeralIn(ctx context.Context, team, channel, thread, user, text string, blocks []slack.Block) error {
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if len(blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(blocks...))
@@ -83,7 +79,7 @@ func (b *Bot) ephemeralIn(ctx context.Context, team, channel, thread, user, text
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
-	return b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
+	return a.api.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PostEphemeralContext(ctx, channel, user, opts...)
 		return err
 	})
@@ -97,14 +93,14 @@ type reply struct {
 
 // laterReply runs job after the ack and sends its answer, which may carry
 // blocks (a Connect button), to the person. Run waits for it on shutdown.
-func (b *Bot) laterReply(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) reply) any {
-	b.jobs.Go(ctx, "a slash command", func(jctx context.Context) {
+func (a *Admin) laterReply(ctx context.Context, to Target, ack string, job func(ctx context.Context) reply) any {
+	a.jobs.Go(ctx, "a slash command", func(jctx context.Context) {
 		r := job(jctx)
 		if len(r.blocks) == 0 {
-			b.respond(jctx, to, r.text)
+			a.respond(jctx, to, r.text)
 			return
 		}
-		b.respondBlocks(jctx, to, r)
+		a.respondBlocks(jctx, to, r)
 	})
 	if ack == "" {
 		return nil
@@ -112,20 +108,11 @@ func (b *Bot) laterReply(ctx context.Context, to replyTarget, ack string, job fu
 	return ephemeralAck(ack)
 }
 
-// webhookClient carries response_url answers (not Web API calls: no
-// governor).
-func (b *Bot) webhookClient() *http.Client {
-	if b.opts.HTTPClient != nil {
-		return b.opts.HTTPClient
-	}
-	return &http.Client{Timeout: 10 * time.Second}
-}
-
 // respondBlocks sends one ephemeral answer with blocks: through the
 // response_url, else with chat.postEphemeral.
-func (b *Bot) respondBlocks(ctx context.Context, to replyTarget, r reply) {
+func (a *Admin) respondBlocks(ctx context.Context, to Target, r reply) {
 	if to.ResponseURL != "" {
-		hc := b.webhookClient()
+		hc := a.httpc
 		msg := &slack.WebhookMessage{ResponseType: "ephemeral", Text: r.text, Blocks: &slack.Blocks{BlockSet: r.blocks}}
 		if err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, msg); err == nil {
 			return
@@ -134,15 +121,15 @@ func (b *Bot) respondBlocks(ctx context.Context, to replyTarget, r reply) {
 	if to.Channel == "" || to.User == "" {
 		return
 	}
-	if err := b.ephemeralIn(ctx, to.Team, to.Channel, "", to.User, r.text, r.blocks); err != nil {
-		b.log.Warn("bot: slash command answer not delivered", "err", err)
+	if err := a.ephemeralIn(ctx, to.Team, to.Channel, "", to.User, r.text, r.blocks); err != nil {
+		a.log.Warn("bot: slash command answer not delivered", "err", err)
 	}
 }
 
 // mcpConnect answers /bobbin mcp connect <name>: a Connect button for the
 // person's account (per-user servers) or, for admins, the workspace's.
-func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name string) reply {
-	ma := b.mcpAuth()
+func (a *Admin) mcpConnect(ctx context.Context, to Target, team, user, name string) reply {
+	ma := a.auth()
 	if ma == nil {
 		return reply{text: "Connecting MCP servers is not available on this bot."}
 	}
@@ -151,36 +138,36 @@ func (b *Bot) mcpConnect(ctx context.Context, to replyTarget, team, user, name s
 	case errors.Is(err, servers.ErrUnknownServer):
 		return reply{text: fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))}
 	case err != nil:
-		b.log.Warn("bot: reading an MCP connection failed", "team", team, "server", name, "err", err)
+		a.log.Warn("bot: reading an MCP connection failed", "team", team, "server", name, "err", err)
 		return reply{text: "I couldn't read this server's connection just now. Please try again in a moment."}
 	case !ok:
 		return reply{text: fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to connect.", mrkdwn.InlineCode(name))}
 	}
-	if st.Mode == AuthWorkspace {
-		if r, _ := b.people.Role(ctx, team, user, ""); r != people.Admin {
+	if st.Mode == authWorkspace {
+		if !a.people.Standing(ctx, team, user, "").Admin {
 			return reply{text: fmt.Sprintf("`%s` is connected once for the whole workspace; only a workspace admin can connect it.", mrkdwn.InlineCode(name))}
 		}
 	}
 	link, expires, err := ma.StartConnect(ctx, team, name, user)
 	if err != nil {
-		b.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
+		a.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
 		return reply{text: mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting %s: %v.", name, err))}
 	}
-	b.ask.RememberConnect(ctx, team, name, user, to.Channel, "", expires)
+	a.remember(ctx, team, name, user, to.Channel, "", expires)
 	what := "your account"
-	if st.Mode == AuthWorkspace {
+	if st.Mode == authWorkspace {
 		what = "it for the whole workspace"
 	}
 	head := fmt.Sprintf(":electric_plug: Connect %s to `%s`.", what, mrkdwn.InlineCode(name))
 	if st.Connected {
 		head = fmt.Sprintf(":electric_plug: `%s` is already connected; Connect again to replace the connection.", mrkdwn.InlineCode(name))
 	}
-	return reply{text: "Connect " + mrkdwn.EscapeText(name), blocks: ask.ConnectBlocks(head, name, link, expires, "")}
+	return reply{text: "Connect " + mrkdwn.EscapeText(name), blocks: a.blocks(head, name, link, expires, "")}
 }
 
 // mcpDisconnect answers /bobbin mcp disconnect <name>.
-func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string {
-	ma := b.mcpAuth()
+func (a *Admin) mcpDisconnect(ctx context.Context, team, user, name string) string {
+	ma := a.auth()
 	if ma == nil {
 		return "Connecting MCP servers is not available on this bot."
 	}
@@ -194,8 +181,8 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 		return fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to disconnect.", mrkdwn.InlineCode(name))
 	}
 	whose := "Your connection to"
-	if st.Mode == AuthWorkspace {
-		if r, _ := b.people.Role(ctx, team, user, ""); r != people.Admin {
+	if st.Mode == authWorkspace {
+		if !a.people.Standing(ctx, team, user, "").Admin {
 			return fmt.Sprintf("`%s` is connected for the whole workspace; only a workspace admin can disconnect it.", mrkdwn.InlineCode(name))
 		}
 		whose = "The workspace's connection to"
@@ -205,10 +192,10 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 	case errors.Is(err, servers.ErrNotConnected):
 		return fmt.Sprintf("%s `%s` doesn't exist: nothing to disconnect.", whose, mrkdwn.InlineCode(name))
 	case err != nil:
-		b.log.Warn("bot: disconnecting an MCP server failed", "team", team, "server", name, "err", err)
+		a.log.Warn("bot: disconnecting an MCP server failed", "team", team, "server", name, "err", err)
 		return mrkdwn.EscapeText(fmt.Sprintf("I couldn't disconnect %s: %v.", name, err))
 	}
-	b.publishHome(ctx, team, user)
+	a.PublishHome(ctx, team, user)
 	return fmt.Sprintf("%s `%s` is removed (its token revoked where the server supports it). The server stays registered; connect again with `/bobbin mcp connect %s`.",
 		whose, mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))
 }
@@ -217,43 +204,38 @@ func (b *Bot) mcpDisconnect(ctx context.Context, team, user, name string) string
 // and answers with a Connect button for the admin: a workspace server's
 // connection, or, for a per-user one, the admin's own (its tools are
 // listed through it).
-func (b *Bot) mcpAddOAuth(ctx context.Context, to replyTarget, team, user, name, url string, headers map[string]string, mode string) reply {
-	if r := b.saveRegistration(ctx, team, servers.Registration{Name: name, URL: url, Headers: headers, Auth: mode, CreatedBy: user}); r != "" {
+func (a *Admin) mcpAddOAuth(ctx context.Context, to Target, team, user, name, url string, headers map[string]string, mode string) reply {
+	if r := a.saveRegistration(ctx, team, servers.Registration{Name: name, URL: url, Headers: headers, Auth: mode, CreatedBy: user}); r != "" {
 		return reply{text: r}
 	}
-	b.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
+	a.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
 		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(slices.Sorted(maps.Keys(headers)), ",")})
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), modeWords(mode))
-	if mode == AuthUser {
+	if mode == authUser {
 		s.WriteString("each person connects their own account, and calls act as them. Connect yours now: its tools are listed through your connection.")
 	} else {
 		s.WriteString("one connection for the whole workspace, used by every call here. Connect it now.")
 	}
-	ma := b.mcpAuth()
+	ma := a.auth()
 	if ma == nil {
 		return reply{text: s.String()}
 	}
 	link, expires, err := ma.StartConnect(ctx, team, name, user)
 	if err != nil {
-		b.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
+		a.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
 		fmt.Fprintf(&s, "\n%s Try `/bobbin mcp connect %s`.", mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting: %v.", err)), mrkdwn.InlineCode(name))
 		return reply{text: s.String()}
 	}
-	b.ask.RememberConnect(ctx, team, name, user, to.Channel, "", expires)
-	return reply{text: "Registered " + mrkdwn.EscapeText(name), blocks: ask.ConnectBlocks(s.String(), name, link, expires, "")}
-}
-
-// oauthCleaner deletes a server's OAuth connections (*session.Store).
-type oauthCleaner interface {
-	DeleteOAuthConnections(ctx context.Context, team, server string) error
+	a.remember(ctx, team, name, user, to.Channel, "", expires)
+	return reply{text: "Registered " + mrkdwn.EscapeText(name), blocks: a.blocks(s.String(), name, link, expires, "")}
 }
 
 // forgetConnections deletes the OAuth connections of a removed
 // registration: a server registered again under the name starts clean.
-func (b *Bot) forgetConnections(ctx context.Context, team, server string) {
-	if err := b.store.DeleteOAuthConnections(ctx, team, server); err != nil {
-		b.log.Warn("bot: deleting a removed server's OAuth connections failed", "team", team, "server", server, "err", err)
+func (a *Admin) forgetConnections(ctx context.Context, team, server string) {
+	if err := a.store.DeleteOAuthConnections(ctx, team, server); err != nil {
+		a.log.Warn("bot: deleting a removed server's OAuth connections failed", "team", team, "server", server, "err", err)
 	}
 }
 
@@ -264,7 +246,7 @@ func oauthLine(x servers.Status) string {
 		return ""
 	}
 	whose := "for the workspace"
-	if o.Mode == AuthUser {
+	if o.Mode == authUser {
 		whose = "for you"
 	}
 	switch {

@@ -1,6 +1,7 @@
-package bot
+package admin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
-	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -35,12 +35,13 @@ const maxHomeServers = 20
 // servers and make Connect links).
 const homeTimeout = 20 * time.Second
 
-// homeOpened publishes the person's Home after the ack of app_home_opened.
-func (b *Bot) homeOpened(team, user string) func(context.Context) {
+// HomeOpened publishes the person's Home after the ack of
+// app_home_opened (the root runs it after the ack).
+func (a *Admin) HomeOpened(team, user string) func(context.Context) {
 	return func(ctx context.Context) {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), homeTimeout)
 		defer cancel()
-		b.publishHome(hctx, team, user)
+		a.PublishHome(hctx, team, user)
 	}
 }
 
@@ -51,38 +52,37 @@ type homeEntry struct {
 	err  string
 }
 
-// publishHome builds and publishes user's Home tab (views.publish). Errors
+// PublishHome builds and publishes user's Home tab (views.publish). Errors
 // are logged: a stale Home is refreshed on the next visit.
-func (b *Bot) publishHome(ctx context.Context, team, user string) {
+func (a *Admin) PublishHome(ctx context.Context, team, user string) {
 	if team == "" || user == "" {
 		return
 	}
 	var st []servers.Status
-	ma := b.mcpAuth()
-	ss, scoped := b.opts.MCP.(scopeStatus)
+	ma := a.auth()
+	ss, scoped := a.mcp.(ScopedStatus)
 	switch {
 	case ma != nil && scoped: // with the person's verdicts: no Connect for a server they may not use
-		a := b.accessFor(ctx, team, "", []personRef{{user: user}})
-		a.AnyPlace = true
-		st = ss.StatusAt(ctx, a)
+		acc := a.access(ctx, team, "", user)
+		acc.AnyPlace = true
+		st = ss.StatusAt(ctx, acc)
 	case ma != nil:
 		st = ma.StatusFor(ctx, team, user)
-	case b.opts.MCP != nil:
-		st = b.opts.MCP.Status(ctx, team)
+	case a.mcp != nil:
+		st = a.mcp.Status(ctx, team)
 	}
-	b.fillPolicies(ctx, team, st) // policy.go
-	r, _ := b.people.Role(ctx, team, user, "")
+	a.fillPolicies(ctx, team, st) // policy.go
+	admin := a.people.Standing(ctx, team, user, "").Admin
 	var needs, mine []homeEntry
 	for _, x := range st {
 		o := x.OAuth
 		if o == nil || (!o.Connected && x.Here != nil && !x.Here.OK) {
 			continue
 		}
-		admin := r == people.Admin
 		switch {
-		case o.Connected && (o.Mode == AuthUser || admin):
+		case o.Connected && (o.Mode == authUser || admin):
 			mine = append(mine, homeEntry{st: x})
-		case !o.Connected && (o.Mode == AuthUser || admin) && ma != nil && len(needs) < maxHomeServers:
+		case !o.Connected && (o.Mode == authUser || admin) && ma != nil && len(needs) < maxHomeServers:
 			e := homeEntry{st: x}
 			link, _, err := ma.StartConnect(ctx, team, x.Name, user)
 			if err != nil || len(link) > 3000 {
@@ -95,13 +95,13 @@ func (b *Bot) publishHome(ctx context.Context, team, user string) {
 			needs = append(needs, homeEntry{st: x, err: "A workspace admin connects it for everyone."})
 		}
 	}
-	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine, b.homeProfileLine())}}
-	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ViewsPublish}, func(ctx context.Context, api *slack.Client) error {
+	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine, a.homeProfileLine())}}
+	err := a.api.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ViewsPublish}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
 		return err
 	})
 	if err != nil {
-		b.log.Info("bot: publishing the App Home failed", "team", team, "user", user, "err", err)
+		a.log.Info("bot: publishing the App Home failed", "team", team, "user", user, "err", err)
 	}
 }
 
@@ -146,11 +146,11 @@ func homeBlocks(st []servers.Status, needs, mine []homeEntry, profiles string) [
 			break
 		}
 		whose := "your account"
-		if e.st.OAuth.Mode == AuthWorkspace {
+		if e.st.OAuth.Mode == authWorkspace {
 			whose = "the workspace's connection"
 		}
 		text := fmt.Sprintf("*`%s`*: %s, connected", mrkdwn.InlineCode(e.st.Name), whose)
-		if by := e.st.OAuth.ConnectedBy; by != "" && e.st.OAuth.Mode == AuthWorkspace {
+		if by := e.st.OAuth.ConnectedBy; by != "" && e.st.OAuth.Mode == authWorkspace {
 			text += fmt.Sprintf(" by <@%s>", mrkdwn.EscapeText(by))
 		}
 		btn := slack.NewButtonBlockElement(actionHomeDisconnect+e.st.Name, e.st.Name, mrkdwn.Plain(labelDisconnect)).WithStyle(slack.StyleDanger)
@@ -176,7 +176,7 @@ func homeBlocks(st []servers.Status, needs, mine []homeEntry, profiles string) [
 				state = "connected"
 			}
 			who := "for the workspace"
-			if x.OAuth.Mode == AuthUser {
+			if x.OAuth.Mode == authUser {
 				who = "for you"
 			}
 			line += fmt.Sprintf(" · OAuth %s, %s %s", modeWords(x.OAuth.Mode), state, who)
@@ -220,52 +220,53 @@ func homeReason(o *servers.OAuth) string {
 	if o.Reason == "reconnect needed" {
 		return "reconnect needed: the server refused the saved sign-in."
 	}
-	if o.Mode == AuthUser {
+	if o.Mode == authUser {
 		return "connect your account to use its tools."
 	}
 	return "not connected for the workspace."
 }
 
-// homeClicks reports the Home buttons of a block_actions callback.
-func homeClicks(cb slack.InteractionCallback) []*slack.BlockAction {
+// Clicks reports the Home buttons of a block_actions callback (Action
+// handles them).
+func Clicks(cb slack.InteractionCallback) []*slack.BlockAction {
 	if cb.Type != slack.InteractionTypeBlockActions {
 		return nil
 	}
 	var out []*slack.BlockAction
 	for _, a := range cb.ActionCallback.BlockActions {
-		if a != nil && (strings.HasPrefix(a.ActionID, actionHomeConnect) || strings.HasPrefix(a.ActionID, actionHomeDisconnect) || a.ActionID == actionConnectLink) {
+		if a != nil && (strings.HasPrefix(a.ActionID, actionHomeConnect) || strings.HasPrefix(a.ActionID, actionHomeDisconnect)) {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-// homeAction handles a Home button. Connect buttons are links (ack only);
+// Action handles a Home button (of Clicks). Connect buttons are links (ack only);
 // Disconnect runs after the ack (it may call the server's revocation
 // endpoint) and publishes the Home again.
-func (b *Bot) homeAction(ctx context.Context, cb slack.InteractionCallback, act *slack.BlockAction) {
+func (a *Admin) Action(ctx context.Context, cb slack.InteractionCallback, act *slack.BlockAction) {
 	server, ok := strings.CutPrefix(act.ActionID, actionHomeDisconnect)
 	if !ok || !serverNameRE.MatchString(server) {
 		return
 	}
-	team, user := cmpOr(cb.Team.ID, cb.User.TeamID), cb.User.ID
-	if r, why := b.people.Role(ctx, team, user, cb.User.TeamID); r == people.None && why != people.Guest {
+	team, user := cmp.Or(cb.Team.ID, cb.User.TeamID), cb.User.ID
+	if !a.people.Standing(ctx, team, user, cb.User.TeamID).MayUse {
 		return
 	}
-	b.jobs.Go(ctx, "a Home button", func(jctx context.Context) {
+	a.jobs.Go(ctx, "a Home button", func(jctx context.Context) {
 		// On success mcpDisconnect publishes the Home again.
-		if msg := b.mcpDisconnect(jctx, team, user, server); !strings.Contains(msg, "is removed") {
+		if msg := a.mcpDisconnect(jctx, team, user, server); !strings.Contains(msg, "is removed") {
 			// Refused or failed: say why where the person is.
-			b.dm(jctx, team, user, msg)
-			b.publishHome(jctx, team, user)
+			a.dm(jctx, team, user, msg)
+			a.PublishHome(jctx, team, user)
 		}
 	})
 }
 
 // dm posts text in the person's direct messages with the bot.
-func (b *Bot) dm(ctx context.Context, team, user, text string) {
+func (a *Admin) dm(ctx context.Context, team, user, text string) {
 	// text is the bot's own mrkdwn (its callers escape what they quote).
-	if err := b.slack.DM(ctx, team, user, slackapi.Msg{Text: mrkdwn.Text(text)}); err != nil {
-		b.log.Info("bot: direct message not delivered", "team", team, "err", err)
+	if err := a.api.DM(ctx, team, user, slackapi.Msg{Text: mrkdwn.Text(text)}); err != nil {
+		a.log.Info("bot: direct message not delivered", "team", team, "err", err)
 	}
 }

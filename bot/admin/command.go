@@ -1,4 +1,4 @@
-package bot
+package admin
 
 import (
 	"context"
@@ -6,54 +6,14 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent/access"
-	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
-	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
-
-// MCPAdmin is what the admin commands need of the MCP manager. The bot does
-// not import mcp: cmd/bot adapts *mcp.Manager to it.
-type MCPAdmin interface {
-	// Status lists the servers mounted in the workspace.
-	Status(ctx context.Context, team string) []servers.Status
-	// ServerTools lists one server's tools, disabled ones included;
-	// servers.ErrUnknownServer when the workspace has no such server.
-	ServerTools(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
-	// Probe connects to a server an admin wants to register and lists its
-	// tools without keeping anything.
-	Probe(ctx context.Context, name, url string, headers map[string]string) ([]servers.ToolInfo, error)
-	// Approve pins the server's current tool definitions and re-enables
-	// tools disabled by a change.
-	Approve(ctx context.Context, team, server string) ([]servers.ToolInfo, error)
-	// Invalidate makes the next use re-read the workspace's registrations.
-	Invalidate(team string)
-	// Register stores a server registered from Slack (its record is the
-	// manager's; header values are stored encrypted) and makes the next
-	// use see it. Store errors pass through: session.ErrExists when the
-	// name is taken, session.ErrNoSecretKey for headers without a key.
-	Register(ctx context.Context, team string, r servers.Registration) error
-	// Registered is nil when the workspace registered name from Slack,
-	// session.ErrNotFound when it did not, another error when it cannot
-	// tell.
-	Registered(ctx context.Context, team, name string) error
-	// SetScope replaces a registered server's scope (nil lifts it),
-	// compare-and-set on its record: session.ErrNotFound when it was
-	// removed meanwhile, servers.ErrBadRecord when its record is damaged.
-	SetScope(ctx context.Context, team, name string, s *access.Scope) error
-	// Unregister removes a registered server (and its tool pins);
-	// session.ErrNotFound when there is none.
-	Unregister(ctx context.Context, team, name string) error
-	// ValidateURL checks a URL an admin wants to register (scheme, no
-	// command or path look-alikes, no blocked address literal).
-	ValidateURL(raw string) error
-}
 
 // Slash command operations.
 const (
@@ -79,7 +39,7 @@ type command struct {
 	Headers []header
 	// PerUser is mcp add's --per-user (OAuth: each person connects).
 	PerUser bool
-	// Scope and ClearScope are mcp scope's (scope_cmd.go).
+	// Scope and ClearScope are mcp scope's (scope.go).
 	Scope      access.Scope
 	ClearScope bool
 	// Policy is mcp policy's (policy.go).
@@ -381,19 +341,15 @@ func tokenize(s string) ([]string, error) {
 	return toks, nil
 }
 
-// jobTimeout bounds a slash command answered later (a probe, a listing
-// that connects to servers).
-const jobTimeout = 45 * time.Second
-
 // ackLimit keeps an ack payload well below the 20 KiB slack-go refuses.
 const ackLimit = 12 << 10
 
 // replyChunk is the most text of one ephemeral answer sent later.
 const replyChunk = 3500
 
-// replyTarget is where a slash command's answer goes: its response_url,
-// else an ephemeral message in its channel.
-type replyTarget struct {
+// Target is where an answer to a slash command (or a shortcut) goes: its
+// response_url, else an ephemeral message in its channel.
+type Target struct {
 	ResponseURL string `json:"response_url,omitempty"`
 	Channel     string `json:"channel,omitempty"`
 	User        string `json:"user,omitempty"`
@@ -404,9 +360,10 @@ func ephemeralAck(text string) any {
 	return map[string]any{"response_type": "ephemeral", "text": text}
 }
 
-// runSlash handles /bobbin and returns the ack payload.
-func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
-	if ack, ok := b.operatorSlash(ctx, sc); ok { // profile_cmd.go
+// Slash handles /bobbin and returns the ack payload (nil for a plain
+// ack); answers that take longer arrive later, as ephemeral messages.
+func (a *Admin) Slash(ctx context.Context, sc slack.SlashCommand) any {
+	if ack, ok := a.operatorSlash(ctx, sc); ok { // profile.go
 		return ack
 	}
 	cmd, err := parseCommand(sc.Text)
@@ -417,76 +374,75 @@ func (b *Bot) runSlash(ctx context.Context, sc slack.SlashCommand) any {
 	if err != nil || cmd.Op == opHelp {
 		return ephemeralAck(mrkdwn.EscapeText(helpText))
 	}
-	to := replyTarget{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID, Team: sc.TeamID}
+	to := Target{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID, Team: sc.TeamID}
 	team, user := sc.TeamID, sc.UserID
-	cs := b.store
-	r, why := b.people.Role(ctx, team, user, "")
+	who := a.people.Standing(ctx, team, user, "")
 	switch cmd.Op {
 	case opList, opTools, opConnect, opDiscon:
-		if r == people.None && why != people.Guest {
-			return ephemeralAck(noRightsText(why))
+		if !who.MayUse {
+			return ephemeralAck(noRightsText(who))
 		}
 	default:
-		if r != people.Admin {
-			b.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": cmd.Op, "server": cmd.Name})
-			if why == people.LookupFailed {
-				return ephemeralAck(noRightsText(why))
+		if !who.Admin {
+			a.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": cmd.Op, "server": cmd.Name})
+			if who.Unchecked {
+				return ephemeralAck(noRightsText(who))
 			}
 			return ephemeralAck("Only workspace admins can use `/bobbin " + cmd.Op + "`. Ask an admin of this workspace to do it.")
 		}
 	}
 	if cmd.Op == opAudit {
-		entries, err := cs.RecentAudit(ctx, team, auditLimit)
+		entries, err := a.store.RecentAudit(ctx, team, auditLimit)
 		if err != nil {
-			b.log.Warn("bot: reading the audit log failed", "team", team, "err", err)
+			a.log.Warn("bot: reading the audit log failed", "team", team, "err", err)
 			return ephemeralAck("I couldn't read the audit log just now. Please try again in a moment.")
 		}
-		return b.answer(ctx, to, formatAudit(entries))
+		return a.answer(ctx, to, formatAudit(entries))
 	}
 	if cmd.Op == opFeedback {
-		return b.answer(ctx, to, b.feedbackReport(ctx, team)) // feedback.go
+		return a.answer(ctx, to, a.feedbackReport(ctx, team)) // feedback.go
 	}
-	if b.opts.MCP == nil {
+	if a.mcp == nil {
 		return ephemeralAck("MCP servers are not enabled on this bot.")
 	}
 	switch cmd.Op {
 	case opList:
-		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpList(ctx, team, sc.ChannelID, user) })
+		return a.later(ctx, to, "", func(ctx context.Context) string { return a.mcpList(ctx, team, sc.ChannelID, user) })
 	case opConnect:
-		return b.laterReply(ctx, to, "", func(ctx context.Context) reply { return b.mcpConnect(ctx, to, team, user, cmd.Name) })
+		return a.laterReply(ctx, to, "", func(ctx context.Context) reply { return a.mcpConnect(ctx, to, team, user, cmd.Name) })
 	case opDiscon:
-		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpDisconnect(ctx, team, user, cmd.Name) })
+		return a.later(ctx, to, "", func(ctx context.Context) string { return a.mcpDisconnect(ctx, team, user, cmd.Name) })
 	case opTools:
-		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpTools(ctx, team, cmd.Name) })
+		return a.later(ctx, to, "", func(ctx context.Context) string { return a.mcpTools(ctx, team, cmd.Name) })
 	case opApprove:
-		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpApprove(ctx, team, user, cmd.Name) })
+		return a.later(ctx, to, "", func(ctx context.Context) string { return a.mcpApprove(ctx, team, user, cmd.Name) })
 	case opRemove:
-		return ephemeralAck(b.mcpRemove(ctx, team, user, cmd.Name))
+		return ephemeralAck(a.mcpRemove(ctx, team, user, cmd.Name))
 	case opScope:
-		return b.later(ctx, to, "", func(ctx context.Context) string {
-			return b.mcpScope(ctx, team, user, cmd.Name, cmd.Scope, cmd.ClearScope)
+		return a.later(ctx, to, "", func(ctx context.Context) string {
+			return a.mcpScope(ctx, team, user, cmd.Name, cmd.Scope, cmd.ClearScope)
 		})
 	case opPolicy:
-		return b.later(ctx, to, "", func(ctx context.Context) string { return b.mcpPolicy(ctx, team, user, cmd.Name, *cmd.Policy) })
+		return a.later(ctx, to, "", func(ctx context.Context) string { return a.mcpPolicy(ctx, team, user, cmd.Name, *cmd.Policy) })
 	case opAddModal:
-		return b.openAddModal(ctx, sc, to)
+		return a.openAddModal(ctx, sc, to)
 	case opAdd:
-		if err := b.opts.MCP.ValidateURL(cmd.URL); err != nil {
+		if err := a.mcp.ValidateURL(cmd.URL); err != nil {
 			return ephemeralAck(mrkdwn.EscapeText("That URL can't be registered: "+err.Error()+".") + " Use an `https://` URL of an MCP server.")
 		}
 		hs := headerMap(cmd.Headers)
-		return b.laterReply(ctx, to, fmt.Sprintf("Connecting to `%s` to list its tools…", cmd.Name), func(ctx context.Context) reply {
-			return b.mcpAdd(ctx, to, team, user, cmd.Name, cmd.URL, hs, cmd.PerUser)
+		return a.laterReply(ctx, to, fmt.Sprintf("Connecting to `%s` to list its tools…", cmd.Name), func(ctx context.Context) reply {
+			return a.mcpAdd(ctx, to, team, user, cmd.Name, cmd.URL, hs, cmd.PerUser)
 		})
 	}
 	return ephemeralAck(mrkdwn.EscapeText(helpText))
 }
 
-func noRightsText(why people.Reason) string {
-	if why == people.LookupFailed {
+func noRightsText(who Standing) string {
+	if who.Unchecked {
 		return "I couldn't check your account just now. Please try again in a moment."
 	}
-	return "Sorry, this command is not available to you (" + why.String() + ")."
+	return "Sorry, this command is not available to you (" + who.Why + ")."
 }
 
 func headerMap(hs []header) map[string]string {
@@ -501,28 +457,35 @@ func headerMap(hs []header) map[string]string {
 }
 
 // answer acks with text when it fits, else sends it later in parts.
-func (b *Bot) answer(ctx context.Context, to replyTarget, text string) any {
+func (a *Admin) answer(ctx context.Context, to Target, text string) any {
 	if len(text) <= ackLimit && len(text) <= 3900 {
 		return ephemeralAck(text)
 	}
-	return b.later(ctx, to, "", func(context.Context) string { return text })
+	return a.later(ctx, to, "", func(context.Context) string { return text })
 }
 
 // later runs job after the ack (Slack wants the ack within 3 s; a probe
 // takes longer) and sends its answer to the person (laterReply, text
 // only). Run waits for it on shutdown.
-func (b *Bot) later(ctx context.Context, to replyTarget, ack string, job func(ctx context.Context) string) any {
-	return b.laterReply(ctx, to, ack, func(ctx context.Context) reply { return reply{text: job(ctx)} })
+func (a *Admin) later(ctx context.Context, to Target, ack string, job func(ctx context.Context) string) any {
+	return a.laterReply(ctx, to, ack, func(ctx context.Context) reply { return reply{text: job(ctx)} })
+}
+
+// Tell sends text to the person after the ack, in parts (the root's Ask
+// Bobbin shortcut answers this way). Run's job runner waits for it on
+// shutdown.
+func (a *Admin) Tell(ctx context.Context, to Target, text string) {
+	a.later(ctx, to, "", func(context.Context) string { return text })
 }
 
 // respond sends text to the person in parts of at most replyChunk bytes:
 // through the response_url (five uses at most), else as ephemeral messages.
-func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
+func (a *Admin) respond(ctx context.Context, to Target, text string) {
 	parts := chunkLines(text, replyChunk)
 	if len(parts) > 5 {
 		parts = append(parts[:4], mrkdwn.Truncate(parts[4], replyChunk-40)+"\n_(more not shown)_")
 	}
-	hc := b.webhookClient()
+	hc := a.httpc
 	for _, p := range parts {
 		if to.ResponseURL != "" {
 			// p is the bot's own mrkdwn (its callers escape what they quote).
@@ -530,13 +493,13 @@ func (b *Bot) respond(ctx context.Context, to replyTarget, text string) {
 			if err == nil {
 				continue
 			}
-			b.log.Debug("bot: response_url answer failed; posting an ephemeral", "err", err)
+			a.log.Debug("bot: response_url answer failed; posting an ephemeral", "err", err)
 		}
 		if to.Channel == "" || to.User == "" {
 			continue
 		}
-		if err := b.slack.Ephemeral(ctx, to.Team, to.Channel, to.User, slackapi.Msg{Text: mrkdwn.Text(p)}); err != nil {
-			b.log.Warn("bot: slash command answer not delivered", "err", err)
+		if err := a.api.Ephemeral(ctx, to.Team, to.Channel, to.User, slackapi.Msg{Text: mrkdwn.Text(p)}); err != nil {
+			a.log.Warn("bot: slash command answer not delivered", "err", err)
 		}
 	}
 }
@@ -561,4 +524,14 @@ func chunkLines(text string, n int) []string {
 		parts = append(parts, text)
 	}
 	return parts
+}
+
+// slackText undoes Slack's escaping of &, < and > in command text.
+var slackUnescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+
+func slackText(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return slackUnescaper.Replace(s)
 }

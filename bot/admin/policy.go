@@ -1,4 +1,4 @@
-package bot
+package admin
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 // resolves them; the bot sets them, shows them and applies their approval
 // rules (bot/ask/policy.go).
 
-// PolicyAdmin is what /bobbin mcp policy needs of the MCP manager; an
-// MCPAdmin without it has no policies to show or set.
-type PolicyAdmin interface {
+// Policies is what /bobbin mcp policy needs of the MCP manager; an MCP
+// without it has no policies to show or set.
+type Policies interface {
 	Policies(ctx context.Context, team string) ([]servers.PolicyReport, error)
 	// SetPolicy stores an admin's rule (a rule with no mode and no
 	// privacy removes the glob's rule); servers.ErrUnknownServer for a server
@@ -99,15 +99,15 @@ func isPolicyWord(w string) bool {
 
 // mcpPolicy answers /bobbin mcp policy: it sets (or clears, or shows) a
 // rule and confirms with the server's policy as it now is.
-func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyCmd) string {
-	pa, ok := b.opts.MCP.(PolicyAdmin)
+func (a *Admin) mcpPolicy(ctx context.Context, team, user, name string, pc policyCmd) string {
+	pa, ok := a.mcp.(Policies)
 	if !ok {
 		return "Tool policies are not available on this bot."
 	}
 	if pc.Show {
 		all, err := pa.Policies(ctx, team)
 		if err != nil {
-			b.log.Warn("bot: reading tool policies failed", "team", team, "err", err)
+			a.log.Warn("bot: reading tool policies failed", "team", team, "err", err)
 			return "I couldn't read the tool policies just now. Please try again in a moment."
 		}
 		for _, sp := range all {
@@ -126,14 +126,14 @@ func (b *Bot) mcpPolicy(ctx context.Context, team, user, name string, pc policyC
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
-		b.log.Warn("bot: setting a tool policy failed", "team", team, "server", name, "err", err)
+		a.log.Warn("bot: setting a tool policy failed", "team", team, "server", name, "err", err)
 		return "I couldn't save the policy just now. Nothing changed; please try again in a moment."
 	}
 	words := policyWords(rule)
 	if pc.Clear {
 		words = "clear"
 	}
-	b.audit(ctx, team, map[string]string{"event": auditMCPPolicy, "by": user, "server": name, "tool": rule.Tool, "outcome": words})
+	a.audit(ctx, team, map[string]string{"event": auditMCPPolicy, "by": user, "server": name, "tool": rule.Tool, "outcome": words})
 	head := fmt.Sprintf("*Tool policy of `%s`*: `%s` is now %s.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(rule.Tool), mrkdwn.EscapeText(words))
 	if pc.Clear {
 		head = fmt.Sprintf("*Tool policy of `%s`*: removed the rule of `%s`.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(rule.Tool))
@@ -233,14 +233,14 @@ func policyToolsLine(sp servers.PolicyReport) string {
 
 // fillPolicies sets ServerStatus.Policy of every server, when the MCP
 // manager knows policies (for /bobbin mcp list and the App Home).
-func (b *Bot) fillPolicies(ctx context.Context, team string, st []servers.Status) {
-	pa, ok := b.opts.MCP.(PolicyAdmin)
+func (a *Admin) fillPolicies(ctx context.Context, team string, st []servers.Status) {
+	pa, ok := a.mcp.(Policies)
 	if !ok || len(st) == 0 {
 		return
 	}
 	all, err := pa.Policies(ctx, team)
 	if err != nil {
-		b.log.Info("bot: reading tool policies failed", "team", team, "err", err)
+		a.log.Info("bot: reading tool policies failed", "team", team, "err", err)
 		return
 	}
 	for i := range st {
