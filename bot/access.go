@@ -10,18 +10,11 @@ import (
 )
 
 // Who may use which tools. A turn's tools depend on where it runs and on
-// the people whose messages it answers: the ToolSource gets an Access and
+// the people whose messages it answers: the ToolSource gets an access.Access and
 // offers only the servers whose scope allows it (and re-checks at every
 // call). The bot's part is telling who those people are: guests and
 // people of other organizations, and the members of user groups: the
 // people.Directory (bot/people) answers both.
-
-// Access is where a turn runs and whose messages it answers (one
-// definition with mcp: access.Access).
-type Access = access.Access
-
-// Person is one person a turn answers (access.Person).
-type Person = access.Person
 
 // personRef names a person a turn answers: the user and, when the event
 // said, their workspace (user_team).
@@ -69,9 +62,9 @@ func peopleOf(meta session.Meta, who inbound) []personRef {
 	return out
 }
 
-// accessFor builds the Access of a turn in channel of team answering refs.
-func (b *Bot) accessFor(ctx context.Context, team, channel string, refs []personRef) Access {
-	a := Access{Team: team, Channel: channel, DM: strings.HasPrefix(channel, "D"),
+// accessFor builds the access.Access of a turn in channel of team answering refs.
+func (b *Bot) accessFor(ctx context.Context, team, channel string, refs []personRef) access.Access {
+	a := access.Access{Team: team, Channel: channel, DM: strings.HasPrefix(channel, "D"),
 		Members: func(ctx context.Context, group string) ([]string, error) {
 			return b.people.Members(ctx, team, group, false)
 		}}

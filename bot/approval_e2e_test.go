@@ -53,7 +53,7 @@ func (f *fakeTool) Call(_ context.Context, in json.RawMessage) (string, error) {
 
 type staticTools []agent.Tool
 
-func (s staticTools) Tools(context.Context, bot.Access) ([]agent.Tool, error) { return s, nil }
+func (s staticTools) Tools(context.Context, access.Access) ([]agent.Tool, error) { return s, nil }
 
 // syncBuffer is a log sink safe for concurrent writers.
 type syncBuffer = testlog.Buffer

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 	agentask "github.com/bobbinbot/bobbin/agent/ask"
 	"github.com/bobbinbot/bobbin/bot/admin"
 	"github.com/bobbinbot/bobbin/bot/ask"
@@ -76,7 +77,7 @@ type Runner interface {
 // messages it answers), each checking a again when called. The bot does not
 // import mcp: cmd/bot adapts the Manager.
 type ToolSource interface {
-	Tools(ctx context.Context, a Access) ([]agent.Tool, error)
+	Tools(ctx context.Context, a access.Access) ([]agent.Tool, error)
 }
 
 // Stream modes (STREAM_MODE).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
@@ -315,7 +316,7 @@ func (echoTool) Hints() agent.Hints                                    { return 
 
 type oneTool struct{ t agent.Tool }
 
-func (o oneTool) Tools(context.Context, bot.Access) ([]agent.Tool, error) {
+func (o oneTool) Tools(context.Context, access.Access) ([]agent.Tool, error) {
 	return []agent.Tool{o.t}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/access"
 	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
@@ -14,12 +15,12 @@ import (
 // (still starting, or failing). A turn does not wait for them: the model
 // and, briefly, the person are told.
 type ToolReporter interface {
-	ToolsReport(ctx context.Context, a Access) ([]agent.Tool, []servers.NotReady, error)
+	ToolsReport(ctx context.Context, a access.Access) ([]agent.Tool, []servers.NotReady, error)
 }
 
 // toolsFor asks the ToolSource for a's tools (and, when it can tell,
 // which servers are not ready).
-func (b *Bot) toolsFor(ctx context.Context, a Access) ([]agent.Tool, []servers.NotReady, error) {
+func (b *Bot) toolsFor(ctx context.Context, a access.Access) ([]agent.Tool, []servers.NotReady, error) {
 	if tr, ok := b.opts.Tools.(ToolReporter); ok {
 		return tr.ToolsReport(ctx, a)
 	}
