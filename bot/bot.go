@@ -23,6 +23,7 @@ import (
 	"github.com/bobbinbot/bobbin/bot/ask"
 	"github.com/bobbinbot/bobbin/bot/install"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/bot/people"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/bot/stream"
@@ -409,7 +410,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		socks.Go(func() {
 			// Spread connection opens so slack-go's close-then-reopen gaps
 			// do not coincide.
-			if i > 0 && !sleepCtx(sockCtx, time.Duration(i)*3*time.Second) {
+			if i > 0 && !pause.Sleep(sockCtx, time.Duration(i)*3*time.Second) {
 				return
 			}
 			b.superviseSocket(sockCtx, turnCtx, i)
@@ -464,18 +465,6 @@ wait:
 // over (agent.ErrHandOver), so another replica resumes them and decides
 // the calls they had not started.
 var errShutdown = fmt.Errorf("bot shutting down: %w", agent.ErrHandOver)
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // cmpOr is a when set, else b.
 func cmpOr(a, b string) string {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 )
 
 // Socket budget. Slack allows 10 socket-mode connections per app, across
@@ -68,7 +70,7 @@ func (c *cooldown) wait(ctx context.Context) bool {
 		if d <= 0 {
 			return true
 		}
-		if !sleepCtx(ctx, d) {
+		if !pause.Sleep(ctx, d) {
 			return false
 		}
 	}

@@ -19,24 +19,23 @@ func TestImportsSubtree(t *testing.T) {
 	m := importcheck.Module
 	importcheck.OnlyUnder(t, "../...", importcheck.SlackGo, m+"/bot")
 	// slackapi knows nothing of the app or its features; mrkdwn is a leaf.
-	importcheck.Forbid(t, "./slackapi", m+"/bot/internal", m+"/agent", m+"/mcp", m+"/provider", m+"/cmd", m+"/internal", importcheck.MCPSDK)
-	importcheck.ForbidExcept(t, "./slackapi", m+"/bot", m+"/bot/mrkdwn")
+	importcheck.Forbid(t, "./slackapi", m+"/agent", m+"/mcp", m+"/provider", m+"/cmd", m+"/internal", importcheck.MCPSDK)
+	importcheck.ForbidExcept(t, "./slackapi", m+"/bot", m+"/bot/mrkdwn", m+"/bot/internal/pause")
 	importcheck.Forbid(t, "./mrkdwn", m, importcheck.GoRedis, importcheck.MCPSDK)
-	// Feature packages never import the app or one another.
-	importcheck.ForbidExcept(t, "./stream", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
-	importcheck.Forbid(t, "./stream", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
 	importcheck.Forbid(t, "./internal/jobs", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
-	// bot/ask: prompts in a thread (approvals, questions, Connect).
-	importcheck.ForbidExcept(t, "./ask", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
-	importcheck.Forbid(t, "./ask", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
-	importcheck.ForbidExcept(t, "./install", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
-	importcheck.Forbid(t, "./install", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
-	// bot/people: who people are (roles, scope facts, user groups, names).
-	importcheck.ForbidExcept(t, "./people", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
-	importcheck.Forbid(t, "./people", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
-	// bot/admin: /bobbin, the add-server form and the App Home.
-	importcheck.ForbidExcept(t, "./admin", m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
-	importcheck.Forbid(t, "./admin", m+"/mcp", m+"/cmd", importcheck.MCPSDK)
+	importcheck.Forbid(t, "./internal/pause", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
+	// Feature packages never import the app or one another: of bot/ they
+	// use the platform layer and the internal helpers only.
+	for _, feature := range []string{
+		"./ask",     // prompts in a thread (approvals, questions, Connect)
+		"./stream",  // the reply renderer
+		"./people",  // who people are (roles, scope facts, user groups, names)
+		"./install", // installations (an slackapi.Authorizer)
+		"./admin",   // /bobbin, the add-server form and the App Home
+	} {
+		importcheck.ForbidExcept(t, feature, m+"/bot", m+"/bot/slackapi", m+"/bot/mrkdwn", m+"/bot/internal")
+		importcheck.Forbid(t, feature, m+"/mcp", m+"/cmd", importcheck.MCPSDK)
+	}
 }
 
 // TestNoStoreAssertions: no non-test file in the module type-asserts a

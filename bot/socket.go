@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/bobbinbot/bobbin/bot/install"
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/bot/stream"
 )
 
@@ -43,7 +44,7 @@ func (b *Bot) superviseSocket(ctx, turnCtx context.Context, n int) {
 		if tokenRejection(appTokenVar, err) == nil {
 			b.log.Warn("bot: socket-mode client stopped; reconnecting", "conn", n, "err", err, "backoff", backoff)
 		}
-		if !sleepCtx(ctx, backoff) {
+		if !pause.Sleep(ctx, backoff) {
 			return
 		}
 		backoff = min(backoff*2, 2*time.Minute)

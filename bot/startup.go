@@ -11,6 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -146,7 +147,7 @@ func (b *Bot) untilAnswered(ctx context.Context, method string, call func() erro
 		}
 		b.health.fail("Slack did not answer "+method+" at start-up: "+err.Error(), false, 0) // for /readyz
 		b.log.Warn("bot: Slack did not answer at start-up; retrying", "method", method, "err", err, "backoff", wait)
-		if !sleepCtx(ctx, wait) {
+		if !pause.Sleep(ctx, wait) {
 			return fmt.Errorf("%s: %w", method, context.Cause(ctx))
 		}
 		backoff = min(2*backoff, 30*time.Second)

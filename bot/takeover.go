@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
@@ -52,7 +53,7 @@ func (b *Bot) scanOrphans(ctx, turnCtx context.Context) {
 	for {
 		// Jitter spreads the replicas' scans.
 		wait := orphanScanEvery/2 + rand.N(orphanScanEvery)
-		if !sleepCtx(ctx, wait) {
+		if !pause.Sleep(ctx, wait) {
 			return
 		}
 		if b.draining.Load() {

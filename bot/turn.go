@@ -16,6 +16,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/agent/servers"
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/bot/stream"
@@ -76,7 +77,7 @@ func (b *Bot) serveThread(ctx context.Context, k session.ThreadKey) {
 		if errors.Is(err, session.ErrLeaseHeld) {
 			return
 		}
-		if attempt >= 4 || !sleepCtx(ctx, time.Duration(1<<attempt)*250*time.Millisecond) {
+		if attempt >= 4 || !pause.Sleep(ctx, time.Duration(1<<attempt)*250*time.Millisecond) {
 			log.Error("bot: cannot take the thread lease; its queued messages wait for the next event", "err", err)
 			return
 		}
@@ -163,7 +164,7 @@ func (b *Bot) runTurn(ctx context.Context, lease *session.Lease, batch []inbound
 	batch = batch[:ask+1]
 	last := batch[len(batch)-1]
 	for _, m := range batch {
-		if wait := time.Until(m.NotBefore); wait > 0 && !sleepCtx(ctx, wait) {
+		if wait := time.Until(m.NotBefore); wait > 0 && !pause.Sleep(ctx, wait) {
 			return
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/agent/ask"
 	"github.com/bobbinbot/bobbin/bot/internal/jobs"
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
@@ -288,7 +289,7 @@ func (p *Prompts) ephemeralIn(ctx context.Context, team, channel, thread, user, 
 func load[R any](ctx context.Context, p *Prompts, cb slack.InteractionCallback, id, what, logWhat, key string,
 	get func(ctx context.Context, id string) (R, error), team func(R) string) (R, bool) {
 	rec, err := get(ctx, id)
-	for try := 0; errors.Is(err, session.ErrNotFound) && try < 40 && sleepCtx(ctx, 25*time.Millisecond); try++ {
+	for try := 0; errors.Is(err, session.ErrNotFound) && try < 40 && pause.Sleep(ctx, 25*time.Millisecond); try++ {
 		rec, err = get(ctx, id)
 	}
 	switch {
@@ -457,16 +458,4 @@ func inDM(channel string) bool { return strings.HasPrefix(channel, "D") }
 
 func threadAttrs(k session.ThreadKey) []any {
 	return []any{slog.String("team", k.Team), slog.String("channel", k.Channel), slog.String("thread", k.ThreadTS)}
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

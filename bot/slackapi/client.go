@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/slack-go/slack"
 )
@@ -98,16 +97,4 @@ func TokenRefused(err error) bool {
 		return true
 	}
 	return false
-}
-
-// sleepCtx sleeps for d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

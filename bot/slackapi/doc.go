@@ -15,5 +15,5 @@
 // when tracing is off or the call did not wait.
 //
 // It must not import package bot or its feature packages; of this module
-// it uses session's budget types (and may use bot/mrkdwn).
+// it uses session's budget types (and may use bot/mrkdwn and bot/internal/pause).
 package slackapi

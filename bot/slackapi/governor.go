@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/session"
 )
 
@@ -309,7 +310,7 @@ func (g *Governor) waitPause(ctx context.Context, c Call) (waited, ok bool) {
 	if d <= 0 {
 		return false, true
 	}
-	return true, sleepCtx(ctx, d)
+	return true, pause.Sleep(ctx, d)
 }
 
 // request is c as the shared budget sees it.

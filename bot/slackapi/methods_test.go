@@ -10,9 +10,10 @@ import (
 func TestImports(t *testing.T) {
 	m := importcheck.Module
 	// The platform layer knows nothing of the app or its features; of this
-	// module it uses session's budget types and the mrkdwn leaf only.
-	importcheck.Forbid(t, ".", m+"/bot/internal", m+"/agent", m+"/mcp", m+"/provider", m+"/cmd", m+"/internal", importcheck.MCPSDK)
-	importcheck.ForbidExcept(t, ".", m+"/bot", m+"/bot/mrkdwn")
+	// module it uses session's budget types, the mrkdwn leaf and the pause
+	// helper only.
+	importcheck.Forbid(t, ".", m+"/agent", m+"/mcp", m+"/provider", m+"/cmd", m+"/internal", importcheck.MCPSDK)
+	importcheck.ForbidExcept(t, ".", m+"/bot", m+"/bot/mrkdwn", m+"/bot/internal/pause")
 }
 
 // TestMethodTable: every method constant has its row (slack-go methods,

@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/internal/pause"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/session"
@@ -633,7 +634,7 @@ func (r *Reply) retry(ctx context.Context, err error, attempt int) bool {
 	if errors.As(err, &se) || slackapi.IsRateLimited(err) || ctx.Err() != nil || attempt >= maxAttempts {
 		return false
 	}
-	return sleepCtx(ctx, time.Second)
+	return pause.Sleep(ctx, time.Second)
 }
 
 // visible records the time to first visible text.

@@ -1,11 +1,9 @@
 package stream
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"time"
 )
 
 // threadAttrs are the attributes every log line about a thread carries.
@@ -18,16 +16,4 @@ func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
