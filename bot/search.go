@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
@@ -61,35 +62,8 @@ var searchUnavailable = []string{
 type searchAvail struct {
 	mu sync.Mutex
 	m  map[string]searchAvailEntry
-	// asking: a probe of the workspace is under way (closed when done), so
-	// turns starting together ask Slack once.
-	asking map[string]chan struct{}
-}
-
-// probe returns done (to call when finished) when the caller should ask
-// Slack, or nil after waiting for another caller's answer.
-func (s *searchAvail) probe(ctx context.Context, team string) (done func()) {
-	s.mu.Lock()
-	if ch, ok := s.asking[team]; ok {
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-		}
-		return nil
-	}
-	if s.asking == nil {
-		s.asking = map[string]chan struct{}{}
-	}
-	ch := make(chan struct{})
-	s.asking[team] = ch
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		delete(s.asking, team)
-		s.mu.Unlock()
-		close(ch)
-	}
+	// asking makes turns starting together ask Slack once per workspace.
+	asking singleflight.Group
 }
 
 type searchAvailEntry struct {
@@ -146,14 +120,23 @@ func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 			return false
 		}
 	}
-	ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	done := b.search.probe(ictx, team)
-	if done == nil {
-		ok, _ := b.search.get(team)
-		return ok
+	// Shared by the turns asking at once, bounded by its own deadline (not
+	// the first asker's context); each asker stops waiting at its own.
+	ch := b.search.asking.DoChan(team, func() (any, error) {
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		return b.askSearchInfo(ictx, team), nil
+	})
+	select {
+	case r := <-ch:
+		return r.Val.(bool)
+	case <-ctx.Done():
+		return false
 	}
-	defer done()
+}
+
+// askSearchInfo asks assistant.search.info and remembers the answer.
+func (b *Bot) askSearchInfo(ictx context.Context, team string) bool {
 	var resp struct {
 		OK      bool   `json:"ok"`
 		Error   string `json:"error"`
