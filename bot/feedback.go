@@ -34,8 +34,8 @@ const actionFeedback = "bobbin_feedback"
 
 // Values of the feedback buttons (bobbin_feedback_total's label).
 const (
-	feedbackPositive = "positive"
-	feedbackNegative = "negative"
+	feedbackPositive = session.VotePositive
+	feedbackNegative = session.VoteNegative
 )
 
 // auditFeedback is the audit event of a feedback click.
@@ -166,19 +166,6 @@ func (b *Bot) feedbackReasonSubmitted(ctx context.Context, cb slack.InteractionC
 	return nil
 }
 
-// feedbackCounts counts votes by value.
-func feedbackCounts(votes []session.Vote) (pos, neg int) {
-	for _, v := range votes {
-		switch v.Value {
-		case feedbackPositive:
-			pos++
-		case feedbackNegative:
-			neg++
-		}
-	}
-	return pos, neg
-}
-
 // feedbackTotals counts the current votes of the last 7 days over every
 // workspace (bobbin_feedback_votes).
 func (b *Bot) feedbackTotals(ctx context.Context) (pos, neg int, err error) {
@@ -192,7 +179,7 @@ func (b *Bot) feedbackTotals(ctx context.Context) (pos, neg int, err error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		p, n := feedbackCounts(votes)
+		p, n := session.CountVotes(votes)
 		pos, neg = pos+p, neg+n
 	}
 	return pos, neg, nil

@@ -47,10 +47,29 @@ type Vote struct {
 	Channel, MessageTS, User string
 	// ThreadTS is the thread of the answer ("" when unknown).
 	ThreadTS string
-	// Value is "positive" or "negative".
+	// Value is VotePositive or VoteNegative.
 	Value  string
 	Reason string
 	At     time.Time
+}
+
+// The values of a Vote.
+const (
+	VotePositive = "positive"
+	VoteNegative = "negative"
+)
+
+// CountVotes counts votes by value.
+func CountVotes(votes []Vote) (pos, neg int) {
+	for _, v := range votes {
+		switch v.Value {
+		case VotePositive:
+			pos++
+		case VoteNegative:
+			neg++
+		}
+	}
+	return pos, neg
 }
 
 // voteScript records ARGV[2] ("VALUE THREAD") for the field ARGV[1]: the
@@ -113,7 +132,7 @@ func (s *Store) Vote(ctx context.Context, team string, v Vote) error {
 	if err := checkVote(team, v.Channel, v.MessageTS, v.User); err != nil {
 		return err
 	}
-	if v.Value != "positive" && v.Value != "negative" {
+	if v.Value != VotePositive && v.Value != VoteNegative {
 		return s.wrap("vote "+team, errBadVote)
 	}
 	thread := v.ThreadTS

@@ -16,31 +16,12 @@ import (
 // /bobbin feedback: the votes on answers (the buttons and the votes are
 // the root's, feedback.go; the store keeps them, session/feedback.go).
 
-// Values of the feedback buttons.
-const (
-	feedbackPositive = "positive"
-	feedbackNegative = "negative"
-)
-
 // feedbackWindow is how far back /bobbin feedback looks (as the root's
 // bobbin_feedback_votes does).
 const feedbackWindow = 7 * 24 * time.Hour
 
 // feedbackHelp is /bobbin feedback's line in /bobbin help.
 const feedbackHelp = "• `/bobbin feedback`: 👍/👎 on my answers in the last 7 days, with the threads that went worst and why _(admins)_\n"
-
-// feedbackCounts counts votes by value.
-func feedbackCounts(votes []session.Vote) (pos, neg int) {
-	for _, v := range votes {
-		switch v.Value {
-		case feedbackPositive:
-			pos++
-		case feedbackNegative:
-			neg++
-		}
-	}
-	return pos, neg
-}
 
 // feedbackThread is one thread of /bobbin feedback.
 type feedbackThread struct {
@@ -66,7 +47,7 @@ func (a *Admin) feedbackReport(ctx context.Context, team string) string {
 		a.log.Warn("bot: reading feedback votes failed", "team", team, "err", err)
 		return "I couldn't read the feedback just now. Please try again in a moment."
 	}
-	pos, neg := feedbackCounts(votes)
+	pos, neg := session.CountVotes(votes)
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Feedback on my answers, last 7 days*\n👍 %d · 👎 %d\n", pos, neg)
 	if len(votes) == 0 {
@@ -82,7 +63,7 @@ func (a *Admin) feedbackReport(ctx context.Context, team string) string {
 			t = &feedbackThread{channel: v.Channel, thread: thread, message: v.MessageTS}
 			byThread[k] = t
 		}
-		if v.Value == feedbackNegative {
+		if v.Value == session.VoteNegative {
 			t.neg++
 			t.message = v.MessageTS
 			if v.Reason != "" {
