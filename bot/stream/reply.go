@@ -63,6 +63,15 @@ type Options struct {
 	Mode  Mode
 	// EditInterval is the least time between two edits of one message.
 	EditInterval time.Duration
+	// StreamLifetime is how long a native stream is used before the
+	// reply closes it (nothing unsent lost) and goes on with chat.update
+	// on the same message; default DefaultStreamLifetime, below Slack's
+	// ~5 minutes.
+	StreamLifetime time.Duration
+	// APIURL is the Web API base the clients of API use (default
+	// slack.APIURL): chat.stopStream's session_status, which slack-go has
+	// no option for, is sent to it.
+	APIURL string
 	// Feedback is the block the final message carries (the 👍/👎
 	// buttons); nil for none.
 	Feedback slack.Block
@@ -172,6 +181,8 @@ func New(o Options) *Reply {
 		o.Budget = o.API.Governor()
 	}
 	o.EditInterval = cmp.Or(o.EditInterval, time.Second)
+	o.StreamLifetime = cmp.Or(o.StreamLifetime, DefaultStreamLifetime)
+	o.APIURL = cmp.Or(o.APIURL, slack.APIURL)
 	r := &Reply{
 		o:         o,
 		api:       o.API,
@@ -399,7 +410,7 @@ func (r *Reply) flush(ctx context.Context, final bool) {
 		}
 	}
 	if r.native {
-		r.ensureStopped(ctx)
+		r.ensureStopped(ctx, "")
 	}
 	if !final && time.Now().Before(r.backoff) {
 		return

@@ -27,9 +27,13 @@ type rig struct {
 	k   session.ThreadKey
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, opts ...slackemu.Options) *rig {
 	t.Helper()
-	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	o := slackemu.Options{NoRateLimits: true}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	emu := slackemu.New(o)
 	t.Cleanup(emu.Close)
 	m := slackapi.NewMetrics()
 	log := slog.New(slog.DiscardHandler)
@@ -57,9 +61,14 @@ func (g *rig) replies() []slackemu.Message {
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
+	c, _ := contextWithTimeout(t, 20*time.Second)
 	return c
+}
+
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return c, cancel
 }
 
 // TestReplyEditFinish: a reply that streamed nothing yet is posted once,
