@@ -206,6 +206,10 @@ func New(o Options) *Reply {
 
 // Observe records progress; it never blocks.
 func (r *Reply) Observe(ev agent.Event) {
+	var sources []slack.TaskCardSource
+	if r.native && ev.Kind == agent.EventToolFinished && !ev.IsError {
+		sources = resultSources(ev.Result) // outside the lock: it reads the result
+	}
 	r.mu.Lock()
 	switch ev.Kind {
 	case agent.EventStep:
@@ -226,10 +230,10 @@ func (r *Reply) Observe(ev agent.Event) {
 		if n := r.text.Len(); strings.TrimSpace(r.text.String()) != "" && (len(r.breaks) == 0 || r.breaks[len(r.breaks)-1] < n) {
 			r.breaks = append(r.breaks, n)
 		}
-		r.taskProgress(ev)
+		r.taskProgress(ev, sources)
 	case agent.EventToolStarted:
 		r.status = "Running " + toolName(ev) + "…"
-		r.taskProgress(ev) // taskcards.go
+		r.taskProgress(ev, sources) // taskcards.go
 	case agent.EventToolFinished:
 		r.status = "Thinking…"
 		result := "ok"
@@ -239,7 +243,7 @@ func (r *Reply) Observe(ev agent.Event) {
 		if r.o.ToolCall != nil {
 			r.o.ToolCall(ev.Decision.String(), result)
 		}
-		r.taskProgress(ev)
+		r.taskProgress(ev, sources)
 	case agent.EventCompacted:
 		r.status = "Summarizing the earlier conversation…"
 	}
