@@ -6,8 +6,9 @@
 // text and footer (must-deliver) and gives the slots back.
 //
 // Two modes: Edit posts the answer and edits it (split into messages at
-// Slack's size and below each approval prompt), with a status line and
-// the Stop button (ActionStop) while live; Native streams it with
+// Slack's size and below each approval prompt), with a context line (the
+// turn's tool calls and the status, progress.go) and the Stop button
+// (ActionStop) while live; Native streams it with
 // chat.startStream/appendStream/stopStream and tool calls as task_update
 // chunks, and finishes with edits when the stream fails, outgrows one
 // message, nears Slack's ~5 minute stream lifetime (Options.StreamLifetime,
