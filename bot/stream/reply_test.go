@@ -210,3 +210,27 @@ func TestPiecesBreakAtPrompts(t *testing.T) {
 		t.Error("a reply past an approval prompt does not wait on a person")
 	}
 }
+
+// TestReplyTableAsMarkdownBlock: a Markdown table from the model reaches
+// the final message as a pipe table in its markdown block (which Slack
+// renders as a table), not as monospace text; only the notification
+// fallback, mrkdwn, has the aligned code block.
+func TestReplyTableAsMarkdownBlock(t *testing.T) {
+	g := newRig(t)
+	r := New(g.options())
+	table := "| name | size |\n|---|---:|\n| a<b | 1 |\n| c | 22 |"
+	r.Observe(agent.Event{Kind: agent.EventText, Text: "Sizes:\n\n" + table})
+	r.Close()
+	r.Finish(ctx(t), "", "")
+	msgs := g.replies()
+	if len(msgs) != 1 {
+		t.Fatalf("%d replies, want 1", len(msgs))
+	}
+	md := shownText(msgs[0])
+	if !strings.Contains(md, "| name | size |\n|---|---:|\n| a&lt;b | 1 |") || strings.Contains(md, "```") {
+		t.Errorf("markdown block %q: want the pipe table, escaped, not a code block", md)
+	}
+	if !strings.Contains(msgs[0].Text, "```") {
+		t.Errorf("fallback %q: want the table as an aligned code block", msgs[0].Text)
+	}
+}
