@@ -3,6 +3,7 @@ package stream
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,5 +177,47 @@ func TestNativeStopEndsSession(t *testing.T) {
 	}
 	if msgs := g.replies(); len(msgs) != 1 || msgs[0].StreamEnded != "stopped" || !strings.Contains(shownText(msgs[0]), "the answer") {
 		t.Errorf("replies %+v, want the stream's message, stopped", msgs)
+	}
+}
+
+// TestNativeRolloverCarriesUnsent: the text not yet appended when the
+// stream reaches its lifetime goes out with the stop (session left
+// processing); the reply then ends with an edit of the same message.
+func TestNativeRolloverCarriesUnsent(t *testing.T) {
+	g := newRig(t)
+	o := g.options()
+	o.Mode, o.APIURL = Native, g.emu.APIURL()
+	o.StreamLifetime, o.EditInterval = 300*time.Millisecond, 2*time.Second // no append before the rollover
+	r := New(o)
+	var wg sync.WaitGroup
+	run, stop := contextWithTimeout(t, 20*time.Second)
+	defer stop()
+	wg.Go(func() { r.Run(run) })
+	r.Observe(agent.Event{Kind: agent.EventText, Text: "first"})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(g.emu.Calls("chat.startStream")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.Observe(agent.Event{Kind: agent.EventText, Text: " second"})
+	for len(g.emu.Calls("chat.stopStream")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.Observe(agent.Event{Kind: agent.EventText, Text: " more"})
+	r.Close()
+	wg.Wait()
+	r.Finish(ctx(t), "", "")
+	stops := g.emu.Calls("chat.stopStream")
+	if len(stops) != 1 || stops[0].Params["markdown_text"] != " second" || stops[0].Params["session_status"] != slack.AgentSessionStatusProcessing {
+		t.Fatalf("stopStream calls %+v, want one with the unsent text and session_status processing", stops)
+	}
+	if errs := streamErrors(g.emu); len(errs) > 0 {
+		t.Errorf("stream calls refused: %v", errs)
+	}
+	msgs := g.replies()
+	if len(msgs) != 1 || shownText(msgs[0]) != "first second more" {
+		t.Fatalf("replies %+v, want the stream's message edited to the whole answer", msgs)
+	}
+	if v := msgs[0].Versions(); !slices.Contains(v, "first second") {
+		t.Errorf("versions %q: want the stop's \"first second\"", v)
 	}
 }

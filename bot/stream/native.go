@@ -56,7 +56,9 @@ func (r *Reply) flushNative(ctx context.Context, text string, final bool) bool {
 		// Streams die about 5 minutes after they start
 		// (message_not_in_streaming_state): finish with edits before that,
 		// and before a wait on a person (life.go), the text not yet
-		// appended going out with the stop.
+		// appended and the task cards not yet sent going out with the
+		// stop.
+		requeue()
 		r.nativeFallback(ctx, r.unsent(text))
 		return false
 	}
@@ -113,7 +115,7 @@ func (r *Reply) flushNative(ctx context.Context, text string, final bool) bool {
 		}
 		// The stream ends the turn: its stop leaves the session active
 		// (no agents.sessions.setStatus after it, session.go).
-		if err := r.stopStream(ctx, "", slack.AgentSessionStatusActive, blocks); err != nil {
+		if err := r.stopStream(ctx, "", slack.AgentSessionStatusActive, nil, blocks); err != nil {
 			r.nativeFallback(ctx, "")
 			return false
 		}
@@ -137,17 +139,26 @@ func (r *Reply) unsent(text string) string {
 	return text[r.ns.sent:end]
 }
 
-// stopStream ends the native stream with rest appended, blocks last, and
-// the thread's agent session left in status ("" for Slack's default,
-// active). slack-go has no session_status option: the argument is added
-// to the form of chat.stopStream (Options.APIURL).
-func (r *Reply) stopStream(ctx context.Context, rest, status string, blocks []slack.Block) error {
+// stopStream ends the native stream with rest appended (then tasks, task
+// card chunks), blocks last, and the thread's agent session left in
+// status ("" for Slack's default, active). slack-go has no session_status
+// option: the argument is added to the form of chat.stopStream
+// (Options.APIURL).
+func (r *Reply) stopStream(ctx context.Context, rest, status string, tasks []slack.StreamChunk, blocks []slack.Block) error {
 	ns := &r.ns
 	if _, refused := r.o.Sessions.refused.Load(r.k.Team); refused || r.lost {
 		status = ""
 	}
 	var opts []slack.MsgOption
-	if strings.TrimSpace(rest) != "" {
+	hasRest := strings.TrimSpace(rest) != ""
+	switch {
+	case len(tasks) > 0:
+		var chunks []slack.StreamChunk
+		if hasRest {
+			chunks = append(chunks, slack.NewMarkdownTextChunk(unmaskMentions(mrkdwn.Markdown(rest))))
+		}
+		opts = append(opts, slack.MsgOptionChunks(append(chunks, tasks...)...))
+	case hasRest:
 		opts = append(opts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(rest))))
 	}
 	if len(blocks) > 0 {
@@ -178,7 +189,7 @@ func (r *Reply) stopStream(ctx context.Context, rest, status string, blocks []sl
 		return err
 	}
 	ns.stopped = true
-	if strings.TrimSpace(rest) != "" {
+	if hasRest {
 		ns.sent += len(rest)
 	}
 	switch {
@@ -302,8 +313,11 @@ func (r *Reply) ensureStopped(ctx context.Context, rest string) {
 	if ns.ts == "" || ns.stopped {
 		return
 	}
-	_, status := r.snapshot()
-	err := r.stopStream(ctx, rest, sessionStatusOf(status), nil)
+	r.mu.Lock()
+	status, tasks := r.status, r.tasks
+	r.tasks = nil
+	r.mu.Unlock()
+	err := r.stopStream(ctx, rest, sessionStatusOf(status), tasks, nil)
 	var se slack.SlackErrorResponse
 	if err == nil {
 		return
