@@ -61,7 +61,6 @@ func TestNativeStreamRollsOverBeforeSlackEndsIt(t *testing.T) {
 	g := newRig(t, slackemu.Options{NoRateLimits: true, StreamLifetime: 20 * time.Second})
 	o := g.options()
 	o.Mode, o.StreamLifetime, o.EditInterval = Native, 15*time.Second, 250*time.Millisecond
-	o.APIURL = g.emu.APIURL()
 	r := New(o)
 	var wg sync.WaitGroup
 	run, stop := contextWithTimeout(t, 2*time.Minute)
@@ -148,7 +147,7 @@ func TestNativeStreamRollsOverBeforeSlackEndsIt(t *testing.T) {
 func TestNativeStopEndsSession(t *testing.T) {
 	g := newRig(t)
 	o := g.options()
-	o.Mode, o.APIURL = Native, g.emu.APIURL()
+	o.Mode = Native
 	r := New(o)
 	var wg sync.WaitGroup
 	run, stop := contextWithTimeout(t, 20*time.Second)
@@ -186,7 +185,7 @@ func TestNativeStopEndsSession(t *testing.T) {
 func TestNativeRolloverCarriesUnsent(t *testing.T) {
 	g := newRig(t)
 	o := g.options()
-	o.Mode, o.APIURL = Native, g.emu.APIURL()
+	o.Mode = Native
 	o.StreamLifetime, o.EditInterval = 300*time.Millisecond, 2*time.Second // no append before the rollover
 	r := New(o)
 	var wg sync.WaitGroup
@@ -219,5 +218,33 @@ func TestNativeRolloverCarriesUnsent(t *testing.T) {
 	}
 	if v := msgs[0].Versions(); !slices.Contains(v, "first second") {
 		t.Errorf("versions %q: want the stop's \"first second\"", v)
+	}
+}
+
+// TestNativeStopWithoutAPIURL: without Options.APIURL the stop sends no
+// session_status (slack-go cannot) and the session still ends active.
+func TestNativeStopWithoutAPIURL(t *testing.T) {
+	g := newRig(t)
+	o := g.options()
+	o.Mode, o.APIURL = Native, ""
+	r := New(o)
+	var wg sync.WaitGroup
+	run, stop := contextWithTimeout(t, 20*time.Second)
+	defer stop()
+	wg.Go(func() { r.Run(run) })
+	r.Observe(agent.Event{Kind: agent.EventText, Text: "the answer"})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(g.emu.Calls("chat.startStream")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.Close()
+	wg.Wait()
+	r.Finish(ctx(t), "", "")
+	stops := g.emu.Calls("chat.stopStream")
+	if len(stops) != 1 || stops[0].Params["session_status"] != nil {
+		t.Fatalf("stopStream calls %+v, want one without session_status", stops)
+	}
+	if s, _ := g.emu.AgentSession(g.k.Channel, g.k.ThreadTS); s.Status != slackemu.SessionActive {
+		t.Errorf("session %q, want active", s.Status)
 	}
 }

@@ -146,7 +146,7 @@ func (r *Reply) unsent(text string) string {
 // (Options.APIURL).
 func (r *Reply) stopStream(ctx context.Context, rest, status string, tasks []slack.StreamChunk, blocks []slack.Block) error {
 	ns := &r.ns
-	if _, refused := r.o.Sessions.refused.Load(r.k.Team); refused || r.lost {
+	if _, refused := r.o.Sessions.refused.Load(r.k.Team); refused || r.lost || r.o.APIURL == "" {
 		status = ""
 	}
 	var opts []slack.MsgOption

@@ -68,9 +68,10 @@ type Options struct {
 	// on the same message; default DefaultStreamLifetime, below Slack's
 	// ~5 minutes.
 	StreamLifetime time.Duration
-	// APIURL is the Web API base the clients of API use (default
-	// slack.APIURL): chat.stopStream's session_status, which slack-go has
-	// no option for, is sent to it.
+	// APIURL is the Web API base the clients of API use: chat.stopStream's
+	// session_status, which slack-go has no option for, is sent to it.
+	// Without it a stop leaves the session to Slack's default (active)
+	// and agents.sessions.setStatus sets the turn's status again.
 	APIURL string
 	// Feedback is the block the final message carries (the 👍/👎
 	// buttons); nil for none.
@@ -186,7 +187,6 @@ func New(o Options) *Reply {
 	}
 	o.EditInterval = cmp.Or(o.EditInterval, time.Second)
 	o.StreamLifetime = cmp.Or(o.StreamLifetime, DefaultStreamLifetime)
-	o.APIURL = cmp.Or(o.APIURL, slack.APIURL)
 	r := &Reply{
 		o:         o,
 		api:       o.API,

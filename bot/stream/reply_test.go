@@ -45,7 +45,7 @@ func newRig(t *testing.T, opts ...slackemu.Options) *rig {
 }
 
 func (g *rig) options() Options {
-	return Options{API: g.api, Budget: g.api.Governor(), Thread: g.k, Requester: slackemu.UserAlice,
+	return Options{API: g.api, Budget: g.api.Governor(), APIURL: g.emu.APIURL(), Thread: g.k, Requester: slackemu.UserAlice,
 		Mode: Edit, EditInterval: 50 * time.Millisecond, Feedback: slack.NewDividerBlock()}
 }
 
