@@ -98,6 +98,9 @@ func TestMultiStepToolFlow(t *testing.T) {
 	if len(started) != 2 || len(finished) != 2 || finished[0].Decision != AllowOnce || finished[0].IsError {
 		t.Errorf("tool events: started %+v finished %+v", started, finished)
 	}
+	if len(finished) > 0 && finished[0].Result != `ok:{"q":"a"}` {
+		t.Errorf("finished event's result %q, want the tool's result", finished[0].Result)
+	}
 }
 
 // TestPrefixStable checks the cache-friendly property: every request starts

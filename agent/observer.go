@@ -81,6 +81,10 @@ type Event struct {
 	Step     int
 	Usage    provider.Usage
 	Err      error
+	// Result is an EventToolFinished's result text, as the tool returned
+	// it (before the per-result cap): the renderer shows its links as
+	// the task card's sources. Empty for calls that did not run.
+	Result string
 }
 
 type discard struct{}

@@ -258,7 +258,7 @@ func (r *run) call(ctx context.Context, p *plan) {
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) && o.err != nil {
 		reason = "timed out"
 	}
-	r.observe(Event{Kind: EventToolFinished, Call: p.call, Hints: p.hints, Decision: p.dec, IsError: res.IsError, Duration: p.dur, Text: reason})
+	r.observe(Event{Kind: EventToolFinished, Call: p.call, Hints: p.hints, Decision: p.dec, IsError: res.IsError, Duration: p.dur, Text: reason, Result: res.Content})
 }
 
 // capResult strips invisible and control characters from a result and cuts

@@ -27,6 +27,7 @@ func (b *Bot) newReply(lease *session.Lease, turnID string, who inbound, sign *l
 		Title:        threadTitle(who.Text),
 		Mode:         stream.Mode(b.opts.StreamMode),
 		EditInterval: b.opts.EditInterval,
+		APIURL:       b.opts.APIURL,
 		Feedback:     feedbackBlock(), // feedback.go
 		Existing:     existing,
 		Guard:        lease.Renew,

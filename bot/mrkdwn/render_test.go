@@ -1,6 +1,7 @@
 package mrkdwn
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode"
@@ -191,6 +192,7 @@ func FuzzSplit(f *testing.F) {
 	f.Add("```go\n"+strings.Repeat("x := <-ch\n", 30)+"```\n\ntext", 100)
 	f.Add(strings.Repeat("é&<>", 100), 70)
 	f.Add("~~~\nunclosed "+strings.Repeat("y", 300), 80)
+	f.Add("| a | b |\n|---|---|\n"+strings.Repeat("| <x> | y&z |\n", 40), 90)
 	f.Fuzz(func(t *testing.T, s string, limit int) {
 		limit = 64 + (limit&0xfff)%2000
 		checkPieces(t, s, Split(s, limit), limit)
@@ -210,6 +212,54 @@ func TestMarkdown(t *testing.T) {
 		}
 		if got := Markdown(tt.in); len(got) > escapedLen(tt.in) {
 			t.Errorf("Markdown(%q) is longer than escapedLen", tt.in)
+		}
+	}
+}
+
+// TestSplitTable: a table cut between pieces repeats its header and
+// delimiter rows in every piece, and no row is lost or cut.
+func TestSplitTable(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("The results:\n\n| name | value |\n|:-----|------:|\n")
+	for i := range 120 {
+		fmt.Fprintf(&b, "| row %d | %d |\n", i, i*i)
+	}
+	b.WriteString("\nThat is all.")
+	in := b.String()
+	got := Split(in, 1000)
+	if len(got) < 3 {
+		t.Fatalf("%d pieces, want the table cut", len(got))
+	}
+	checkPieces(t, in, got, 1000)
+	rows := 0
+	for i, p := range got {
+		lines := strings.Split(p, "\n")
+		if i > 0 && (lines[0] != "| name | value |" || lines[1] != "|:-----|------:|") {
+			t.Errorf("piece %d does not start with the table's header: %q", i, lines[:2])
+		}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "| row ") {
+				rows++
+				if !strings.HasSuffix(l, " |") {
+					t.Errorf("row cut: %q", l)
+				}
+			}
+		}
+	}
+	if rows != 120 {
+		t.Errorf("%d rows in the pieces, want 120", rows)
+	}
+	if !strings.HasSuffix(got[len(got)-1], "That is all.") {
+		t.Errorf("last piece %q", got[len(got)-1])
+	}
+	for _, s := range []string{"|---|---|", "--- | ---", "|:-:|", "| --- |"} {
+		if !isDelimiterRow(s) {
+			t.Errorf("isDelimiterRow(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"---", "| a | b |", "|-a-|", "text - more"} {
+		if isDelimiterRow(s) {
+			t.Errorf("isDelimiterRow(%q) = true", s)
 		}
 	}
 }

@@ -123,6 +123,10 @@ func (p *packer) add(b mdBlock) {
 	if p.room() < p.limit/4 {
 		p.flush()
 	}
+	if i := tableStart(b.lines); b.opener == "" && i >= 0 {
+		p.addTable(b.lines, i)
+		return
+	}
 	if b.opener == "" || escapedLen(b.opener) > p.limit/4 {
 		// An absurd info string would leave no room for the code: cut the
 		// block as plain lines rather than lose the text.
@@ -211,6 +215,59 @@ func (p *packer) addFenced(b mdBlock) {
 			p.write("\n")
 		}
 		p.write(closer)
+	}
+}
+
+// tableStart is the index of the header row of a GFM table among lines
+// (a row with a pipe followed by a delimiter row), or -1.
+func tableStart(lines []string) int {
+	for i := 0; i+1 < len(lines); i++ {
+		if strings.Contains(lines[i], "|") && isDelimiterRow(lines[i+1]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// isDelimiterRow reports whether line is a table's delimiter row
+// ("|---|:--:|", "--- | ---").
+func isDelimiterRow(line string) bool {
+	cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+	if !strings.Contains(line, "-") || (len(cells) < 2 && !strings.Contains(line, "|")) {
+		return false
+	}
+	for _, c := range cells {
+		c = strings.Trim(strings.TrimSpace(c), ":")
+		if c == "" || strings.Trim(c, "-") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// addTable packs a paragraph holding a table whose header row is
+// lines[at]: a table cut between pieces repeats its header and delimiter
+// rows at the start of the next piece, so every piece renders as a table
+// (Slack's markdown block renders pipe tables).
+func (p *packer) addTable(lines []string, at int) {
+	head := lines[at] + lines[at+1]
+	if !strings.HasSuffix(head, "\n") || escapedLen(head) > p.limit/4 {
+		p.addLines(lines)
+		return
+	}
+	p.addLines(lines[:at])
+	if p.room() < escapedLen(head)*2 {
+		p.flush()
+	}
+	p.write(head)
+	for _, row := range lines[at+2:] {
+		if n := escapedLen(row); n > p.room() && strings.TrimSpace(row) != "" {
+			p.flush()
+			if escapedLen(head)+n <= p.limit {
+				p.write(head)
+			} // else a row too long to go with the header: cut as lines
+		}
+		p.addLines([]string{row})
 	}
 }
 

@@ -6,13 +6,15 @@
 // text and footer (must-deliver) and gives the slots back.
 //
 // Two modes: Edit posts the answer and edits it (split into messages at
-// Slack's size and below each approval prompt), with a status line and
-// the Stop button (ActionStop) while live; Native streams it with
+// Slack's size and below each approval prompt), with a context line (the
+// turn's tool calls and the status, progress.go) and the Stop button
+// (ActionStop) while live; Native streams it with
 // chat.startStream/appendStream/stopStream and tool calls as task_update
 // chunks, and finishes with edits when the stream fails, outgrows one
-// message, nears Slack's ~5 minute stream lifetime or the turn waits on a
-// person. It also keeps the thread's agent session status
-// (agents.sessions.setStatus) and the assistant thread's status.
+// message, nears Slack's ~5 minute stream lifetime (Options.StreamLifetime,
+// life.go) or the turn waits on a person. It also keeps the thread's agent
+// session status (agents.sessions.setStatus, or chat.stopStream's
+// session_status when a stream stops) and the assistant thread's status.
 //
 // Seams: every Web API call goes through slackapi.Client (Options.API);
 // the governor's live slots and chat.update rate come in as Budget. What

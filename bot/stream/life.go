@@ -8,9 +8,16 @@ package stream
 // stream is closed before the wait: the text so far stays in the stream's
 // message (rewritten with chat.update to be sure it is whole) and the rest
 // of the answer goes below the prompt in messages of its own (edit path,
-// reply.go). Streams that run into the limit anyway (a slow model, a slow
-// tool) fall back the same way on the first refused call, or before
-// nativeLifetime; the final text is therefore always complete.
+// reply.go). A stream is also closed proactively once it is
+// Options.StreamLifetime old (default 4m30s), whether or not text is
+// coming (Run's ticks check its age): the text not yet appended goes out
+// with the stop, and the reply goes on with chat.update on the same
+// message. These stops leave the agent session in the turn's status
+// (session_status processing, or suspended before a wait); the stop that
+// ends the turn leaves it active. A stream that runs into the limit
+// anyway (refused with message_not_in_streaming_state) falls back the
+// same way on the first refused call; the final text is therefore
+// always complete.
 
 // waitsOnPerson reports whether the turn has waited, or waits, on a
 // person since the reply started: the answer is then split at the prompt.

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"time"
 
@@ -12,9 +13,10 @@ import (
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
-// nativeLifetime is how long a native stream is used before the reply
-// continues with edits.
-const nativeLifetime = 4 * time.Minute
+// DefaultStreamLifetime is how long a native stream is used before the
+// reply closes it and continues with edits (Options.StreamLifetime):
+// Slack ends a stream about 5 minutes after it starts (life.go).
+const DefaultStreamLifetime = 4*time.Minute + 30*time.Second
 
 // nativeStream is the state of a chat.startStream message.
 type nativeStream struct {
@@ -46,11 +48,18 @@ func (r *Reply) flushNative(ctx context.Context, text string, final bool) bool {
 	if ns.ts == "" && final {
 		return false
 	}
-	if len(mrkdwn.Split(text, mrkdwn.SplitLimit)) > 1 || (!ns.started.IsZero() && time.Since(ns.started) > nativeLifetime) || r.waitsOnPerson() {
+	if len(mrkdwn.Split(text, mrkdwn.SplitLimit)) > 1 {
+		r.nativeFallback(ctx, "")
+		return false
+	}
+	if (!ns.started.IsZero() && time.Since(ns.started) >= r.o.StreamLifetime) || r.waitsOnPerson() {
 		// Streams die about 5 minutes after they start
 		// (message_not_in_streaming_state): finish with edits before that,
-		// and before a wait on a person (streamlife.go).
-		r.nativeFallback(ctx)
+		// and before a wait on a person (life.go), the text not yet
+		// appended and the task cards not yet sent going out with the
+		// stop.
+		requeue()
+		r.nativeFallback(ctx, r.unsent(text))
 		return false
 	}
 	if ns.ts == "" {
@@ -92,7 +101,7 @@ func (r *Reply) flushNative(ctx context.Context, text string, final bool) bool {
 				}
 			}
 			r.log.Info("bot: native stream append failed; finishing with edits", "err", err)
-			r.nativeFallback(ctx)
+			r.nativeFallback(ctx, "")
 			return false
 		}
 	}
@@ -100,21 +109,98 @@ func (r *Reply) flushNative(ctx context.Context, text string, final bool) bool {
 		if !r.allowed(ctx) {
 			return true
 		}
-		err := r.api.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
-			var opts []slack.MsgOption
-			if r.o.Feedback != nil {
-				opts = append(opts, slack.MsgOptionBlocks(r.o.Feedback))
-			}
+		var blocks []slack.Block
+		if r.o.Feedback != nil {
+			blocks = append(blocks, r.o.Feedback)
+		}
+		// The stream ends the turn: its stop leaves the session active
+		// (no agents.sessions.setStatus after it, session.go).
+		if err := r.stopStream(ctx, "", slack.AgentSessionStatusActive, nil, blocks); err != nil {
+			r.nativeFallback(ctx, "")
+			return false
+		}
+	}
+	return true
+}
+
+// unsent is the answer's text the stream's message still lacks: what
+// came after the last append, up to the first approval prompt (what
+// follows a prompt goes below it), when that fits the message.
+func (r *Reply) unsent(text string) string {
+	end := len(text)
+	r.mu.Lock()
+	if len(r.breaks) > 0 {
+		end = min(end, r.breaks[0])
+	}
+	r.mu.Unlock()
+	if end <= r.ns.sent || len(mrkdwn.Split(text[:end], mrkdwn.SplitLimit)) > 1 {
+		return ""
+	}
+	return text[r.ns.sent:end]
+}
+
+// stopStream ends the native stream with rest appended (then tasks, task
+// card chunks), blocks last, and the thread's agent session left in
+// status ("" for Slack's default, active). slack-go has no session_status
+// option: the argument is added to the form of chat.stopStream
+// (Options.APIURL).
+func (r *Reply) stopStream(ctx context.Context, rest, status string, tasks []slack.StreamChunk, blocks []slack.Block) error {
+	ns := &r.ns
+	if _, refused := r.o.Sessions.refused.Load(r.k.Team); refused || r.lost || r.o.APIURL == "" {
+		status = ""
+	}
+	var opts []slack.MsgOption
+	hasRest := strings.TrimSpace(rest) != ""
+	switch {
+	case len(tasks) > 0:
+		var chunks []slack.StreamChunk
+		if hasRest {
+			chunks = append(chunks, slack.NewMarkdownTextChunk(unmaskMentions(mrkdwn.Markdown(rest))))
+		}
+		opts = append(opts, slack.MsgOptionChunks(append(chunks, tasks...)...))
+	case hasRest:
+		opts = append(opts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(rest))))
+	}
+	if len(blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(blocks...))
+	}
+	withStatus := opts
+	if status != "" {
+		withStatus = append(withStatus, slack.UnsafeMsgOptionEndpoint(r.o.APIURL+slackapi.ChatStopStream, func(v url.Values) {
+			v.Set("session_status", status)
+		}))
+	}
+	err := r.api.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
+		_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts, withStatus...)
+		return err
+	})
+	var se slack.SlackErrorResponse
+	if status != "" && errors.As(err, &se) && (se.Err == "invalid_arguments" || sessionRefusals[se.Err]) {
+		// A Slack that does not take session_status: stop without it
+		// (the turn's status then goes by agents.sessions.setStatus).
+		r.log.Debug("bot: chat.stopStream refused session_status; stopping without it", "err", se.Err)
+		status = ""
+		err = r.api.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
 			_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts, opts...)
 			return err
 		})
-		if err != nil {
-			r.nativeFallback(ctx)
-			return false
-		}
-		ns.stopped = true
 	}
-	return true
+	if err != nil {
+		return err
+	}
+	ns.stopped = true
+	if hasRest {
+		ns.sent += len(rest)
+	}
+	switch {
+	case r.as.sent == "":
+		// Not created by a setStatus yet: the first one still titles it.
+	case status != "":
+		r.as.sent, r.as.failed = status, ""
+	default:
+		r.as.sent = slack.AgentSessionStatusActive // Slack's default
+	}
+	return nil
 }
 
 // startStream starts the native stream with the text so far, or the tool
@@ -197,13 +283,14 @@ func (r *Reply) sendTasks(ctx context.Context, tasks []slack.StreamChunk, final 
 		return true
 	}
 	r.log.Info("bot: native stream append failed; finishing with edits", "err", err)
-	r.nativeFallback(ctx)
+	r.nativeFallback(ctx, "")
 	return false
 }
 
 // nativeFallback ends native streaming; the stream's message becomes the
-// first piece of an edit-mode reply (edited with markdown_text).
-func (r *Reply) nativeFallback(ctx context.Context) {
+// first piece of an edit-mode reply (edited with markdown_text). rest is
+// text the stream's message lacks, sent with its stop.
+func (r *Reply) nativeFallback(ctx context.Context, rest string) {
 	ns := &r.ns
 	if ns.failed {
 		return
@@ -212,27 +299,34 @@ func (r *Reply) nativeFallback(ctx context.Context) {
 	if ns.ts == "" {
 		return
 	}
-	r.ensureStopped(ctx)
-	r.streamEnded() // session.go
+	r.ensureStopped(ctx, rest)
 	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
 }
 
 // ensureStopped ends the native stream before the edit path touches its
-// message (chat.update on a streaming message is streaming_state_conflict).
-// A cancelled ctx leaves it for the final flush, which runs on a fresh one.
-func (r *Reply) ensureStopped(ctx context.Context) {
+// message (chat.update on a streaming message is streaming_state_conflict),
+// leaving the session in the turn's status (processing, or suspended on a
+// person). A cancelled ctx leaves it for the final flush, which runs on a
+// fresh one.
+func (r *Reply) ensureStopped(ctx context.Context, rest string) {
 	ns := &r.ns
 	if ns.ts == "" || ns.stopped {
 		return
 	}
-	err := r.api.Do(ctx, slackapi.Call{Team: r.k.Team, Method: slackapi.ChatStopStream}, func(ctx context.Context, api *slack.Client) error {
-		_, _, err := api.StopStreamContext(ctx, r.k.Channel, ns.ts)
-		return err
-	})
+	r.mu.Lock()
+	status, tasks := r.status, r.tasks
+	r.tasks = nil
+	r.mu.Unlock()
+	err := r.stopStream(ctx, rest, sessionStatusOf(status), tasks, nil)
 	var se slack.SlackErrorResponse
-	if err == nil || errors.As(err, &se) {
-		// Stopped now, or Slack says it is not streaming any more.
+	if err == nil {
+		return
+	}
+	if errors.As(err, &se) {
+		// Slack says it is not streaming any more (it timed out, or the
+		// person stopped it): Slack may have changed the session.
 		ns.stopped = true
+		r.streamEnded() // session.go
 		return
 	}
 	r.log.Debug("bot: stopping the native stream failed", "err", err)

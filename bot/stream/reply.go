@@ -64,6 +64,16 @@ type Options struct {
 	Mode  Mode
 	// EditInterval is the least time between two edits of one message.
 	EditInterval time.Duration
+	// StreamLifetime is how long a native stream is used before the
+	// reply closes it (nothing unsent lost) and goes on with chat.update
+	// on the same message; default DefaultStreamLifetime, below Slack's
+	// ~5 minutes.
+	StreamLifetime time.Duration
+	// APIURL is the Web API base the clients of API use: chat.stopStream's
+	// session_status, which slack-go has no option for, is sent to it.
+	// Without it a stop leaves the session to Slack's default (active)
+	// and agents.sessions.setStatus sets the turn's status again.
+	APIURL string
 	// Feedback is the block the final message carries (the 👍/👎
 	// buttons); nil for none.
 	Feedback slack.Block
@@ -118,6 +128,7 @@ type Reply struct {
 	// in a message of its own, not edited into the one above.
 	breaks    []int
 	tasks     []slack.StreamChunk // tool progress for a native stream, not yet sent
+	calls     toolCalls           // the turn's tool calls, for the progress line (progress.go)
 	taskIDs   map[string]bool     // tool calls with a task card (taskcards.go)
 	firstText time.Time
 	wake      chan struct{}
@@ -147,6 +158,9 @@ type Reply struct {
 	// finalPiece is the last piece of the final answer: it carries the
 	// feedback buttons.
 	finalPiece string
+	// prog is the progress line of this flush's live message
+	// (progress.go).
+	prog string
 }
 
 var _ agent.Observer = (*Reply)(nil)
@@ -173,6 +187,7 @@ func New(o Options) *Reply {
 		o.Budget = o.API.Governor()
 	}
 	o.EditInterval = cmp.Or(o.EditInterval, time.Second)
+	o.StreamLifetime = cmp.Or(o.StreamLifetime, DefaultStreamLifetime)
 	r := &Reply{
 		o:         o,
 		api:       o.API,
@@ -196,6 +211,10 @@ func New(o Options) *Reply {
 
 // Observe records progress; it never blocks.
 func (r *Reply) Observe(ev agent.Event) {
+	var sources []slack.TaskCardSource
+	if r.native && ev.Kind == agent.EventToolFinished && !ev.IsError {
+		sources = resultSources(ev.Result) // outside the lock: it reads the result
+	}
 	r.mu.Lock()
 	switch ev.Kind {
 	case agent.EventStep:
@@ -216,10 +235,12 @@ func (r *Reply) Observe(ev agent.Event) {
 		if n := r.text.Len(); strings.TrimSpace(r.text.String()) != "" && (len(r.breaks) == 0 || r.breaks[len(r.breaks)-1] < n) {
 			r.breaks = append(r.breaks, n)
 		}
-		r.taskProgress(ev)
+		r.taskProgress(ev, sources)
+		r.calls.note(ev)
 	case agent.EventToolStarted:
 		r.status = "Running " + toolName(ev) + "…"
-		r.taskProgress(ev) // taskcards.go
+		r.taskProgress(ev, sources) // taskcards.go
+		r.calls.note(ev)
 	case agent.EventToolFinished:
 		r.status = "Thinking…"
 		result := "ok"
@@ -229,7 +250,8 @@ func (r *Reply) Observe(ev agent.Event) {
 		if r.o.ToolCall != nil {
 			r.o.ToolCall(ev.Decision.String(), result)
 		}
-		r.taskProgress(ev)
+		r.taskProgress(ev, sources)
+		r.calls.note(ev)
 	case agent.EventCompacted:
 		r.status = "Summarizing the earlier conversation…"
 	}
@@ -400,11 +422,12 @@ func (r *Reply) flush(ctx context.Context, final bool) {
 		}
 	}
 	if r.native {
-		r.ensureStopped(ctx)
+		r.ensureStopped(ctx, "")
 	}
 	if !final && time.Now().Before(r.backoff) {
 		return
 	}
+	r.prog = r.progressLine()
 	if strings.TrimSpace(text) == "" {
 		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant || !r.mayGoLive(slackapi.PoolEdit) {
 			return
@@ -442,7 +465,7 @@ func (r *Reply) flush(ctx context.Context, final bool) {
 	for i := range min(len(pieces), len(r.posted)) {
 		content, st, live := render(i)
 		p := &r.posted[i]
-		if p.rendered == renderKey(content, st, live, p.markdownText) {
+		if p.rendered == r.renderKey(content, st, live, p.markdownText) {
 			continue
 		}
 		if !final {
@@ -491,10 +514,10 @@ func (r *Reply) editSpacing() time.Duration {
 	return max(d, share)
 }
 
-func renderKey(content, status string, live, markdownText bool) string {
+func (r *Reply) renderKey(content, status string, live, markdownText bool) string {
 	k := content + "\x00" + status
 	if live {
-		k += "\x00live"
+		k += "\x00live\x00" + r.prog
 	}
 	if markdownText {
 		k += "\x00md"
@@ -503,8 +526,9 @@ func renderKey(content, status string, live, markdownText bool) string {
 }
 
 // msgOptions renders a piece of the answer: a markdown block (standard
-// Markdown, escaped), an optional status context line and Stop button, and
-// the mrkdwn text fallback; link and media unfurls off.
+// Markdown, escaped), an optional context line (the tool progress and the
+// status, while live) and Stop button, and the mrkdwn text fallback; link
+// and media unfurls off.
 func (r *Reply) msgOptions(content, status string, live, markdownText bool) []slack.MsgOption {
 	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 	if markdownText {
@@ -515,8 +539,15 @@ func (r *Reply) msgOptions(content, status string, live, markdownText bool) []sl
 	if strings.TrimSpace(content) != "" {
 		blocks = append(blocks, slack.NewMarkdownBlock("", unmaskMentions(mrkdwn.Markdown(content))))
 	}
+	var line []slack.MixedElement
+	if live && r.prog != "" {
+		line = append(line, slack.NewTextBlockObject(slack.MarkdownType, r.prog, false, false))
+	}
 	if status != "" {
-		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(status)+"_", false, false)))
+		line = append(line, slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(status)+"_", false, false))
+	}
+	if len(line) > 0 {
+		blocks = append(blocks, slack.NewContextBlock("", line...))
 	}
 	if r.feedbackFor(content, live, markdownText) {
 		blocks = append(blocks, r.o.Feedback)
@@ -573,7 +604,7 @@ func (r *Reply) post(ctx context.Context, content, status string, live, final bo
 			r.held[slackapi.PoolEdit] = true
 		}
 		if err == nil {
-			r.posted = append(r.posted, postedMsg{ts: ts, rendered: renderKey(content, status, live, false), at: time.Now()})
+			r.posted = append(r.posted, postedMsg{ts: ts, rendered: r.renderKey(content, status, live, false), at: time.Now()})
 			r.recordPost(ctx, ts)
 			r.visible(content)
 			return true
@@ -609,7 +640,7 @@ func (r *Reply) update(ctx context.Context, p *postedMsg, content, status string
 			r.held[slackapi.PoolEdit] = true
 		}
 		if err == nil {
-			p.rendered = renderKey(content, status, live, p.markdownText)
+			p.rendered = r.renderKey(content, status, live, p.markdownText)
 			p.at = time.Now()
 			r.visible(content)
 			return true

@@ -27,9 +27,13 @@ type rig struct {
 	k   session.ThreadKey
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, opts ...slackemu.Options) *rig {
 	t.Helper()
-	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	o := slackemu.Options{NoRateLimits: true}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	emu := slackemu.New(o)
 	t.Cleanup(emu.Close)
 	m := slackapi.NewMetrics()
 	log := slog.New(slog.DiscardHandler)
@@ -41,7 +45,7 @@ func newRig(t *testing.T) *rig {
 }
 
 func (g *rig) options() Options {
-	return Options{API: g.api, Budget: g.api.Governor(), Thread: g.k, Requester: slackemu.UserAlice,
+	return Options{API: g.api, Budget: g.api.Governor(), APIURL: g.emu.APIURL(), Thread: g.k, Requester: slackemu.UserAlice,
 		Mode: Edit, EditInterval: 50 * time.Millisecond, Feedback: slack.NewDividerBlock()}
 }
 
@@ -57,9 +61,14 @@ func (g *rig) replies() []slackemu.Message {
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
+	c, _ := contextWithTimeout(t, 20*time.Second)
 	return c
+}
+
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return c, cancel
 }
 
 // TestReplyEditFinish: a reply that streamed nothing yet is posted once,
@@ -199,5 +208,29 @@ func TestPiecesBreakAtPrompts(t *testing.T) {
 	}
 	if !r.waitsOnPerson() {
 		t.Error("a reply past an approval prompt does not wait on a person")
+	}
+}
+
+// TestReplyTableAsMarkdownBlock: a Markdown table from the model reaches
+// the final message as a pipe table in its markdown block (which Slack
+// renders as a table), not as monospace text; only the notification
+// fallback, mrkdwn, has the aligned code block.
+func TestReplyTableAsMarkdownBlock(t *testing.T) {
+	g := newRig(t)
+	r := New(g.options())
+	table := "| name | size |\n|---|---:|\n| a<b | 1 |\n| c | 22 |"
+	r.Observe(agent.Event{Kind: agent.EventText, Text: "Sizes:\n\n" + table})
+	r.Close()
+	r.Finish(ctx(t), "", "")
+	msgs := g.replies()
+	if len(msgs) != 1 {
+		t.Fatalf("%d replies, want 1", len(msgs))
+	}
+	md := shownText(msgs[0])
+	if !strings.Contains(md, "| name | size |\n|---|---:|\n| a&lt;b | 1 |") || strings.Contains(md, "```") {
+		t.Errorf("markdown block %q: want the pipe table, escaped, not a code block", md)
+	}
+	if !strings.Contains(msgs[0].Text, "```") {
+		t.Errorf("fallback %q: want the table as an aligned code block", msgs[0].Text)
 	}
 }

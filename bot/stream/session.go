@@ -61,8 +61,8 @@ func (r *Reply) syncSession(ctx context.Context, status string) {
 }
 
 // endSession moves the session out of "processing" at the end of the
-// turn. A native stream that stopped cleanly did so already
-// (chat.stopStream's session_status defaults to active).
+// turn. A native stream that stopped cleanly did so already (its
+// chat.stopStream carried session_status active, native.go).
 func (r *Reply) endSession(ctx context.Context) {
 	if r.as.sent == "" || (r.ns.stopped && !r.ns.failed) {
 		return

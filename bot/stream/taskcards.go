@@ -16,7 +16,8 @@ import (
 // native stream each tool call is a task_update chunk: pending while it
 // waits for approval, in_progress while it runs, complete or error when
 // done, titled with the server and tool and with a short escaped summary
-// of the arguments; from the second call of a turn a plan_update titles
+// of the arguments and, once complete, the links of its result as sources
+// (sources.go); from the second call of a turn a plan_update titles
 // the steps as a plan. Slack limits a chunk's text fields to 256
 // characters together, so each part is clipped. The edit path shows the
 // status line instead (reply.go).
@@ -29,8 +30,8 @@ const (
 )
 
 // taskProgress queues the task card update of a tool event for a native
-// stream. r.mu is held.
-func (r *Reply) taskProgress(ev agent.Event) {
+// stream; sources are a completed call's links. r.mu is held.
+func (r *Reply) taskProgress(ev agent.Event, sources []slack.TaskCardSource) {
 	if !r.native || ev.Call.ID == "" {
 		return
 	}
@@ -62,6 +63,9 @@ func (r *Reply) taskProgress(ev agent.Event) {
 	c.Details = argsSummary(ev.Call.Arguments)
 	if status == slack.TaskCardStatusError && ev.Text != "" {
 		c.Output = escClip(ev.Text, maxTaskOutput)
+	}
+	if status == slack.TaskCardStatusComplete {
+		c.Sources = sources // sources.go
 	}
 	r.tasks = append(r.tasks, c)
 }

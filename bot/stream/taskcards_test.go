@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -71,5 +73,47 @@ func TestTaskProgress(t *testing.T) {
 	e.Observe(agent.Event{Kind: agent.EventToolStarted, Call: call("a")})
 	if len(e.tasks) != 0 {
 		t.Errorf("an edit reply queued %d task chunks", len(e.tasks))
+	}
+}
+
+// TestTaskSourcesChunk: a completed call's task_update carries its
+// result's links as sources (JSON objects' url and title, Markdown links,
+// bare URLs; each once, capped, titles escaped; no other schemes); a
+// failed call and an in-progress one carry none.
+func TestTaskSourcesChunk(t *testing.T) {
+	k := session.ThreadKey{Team: "T", Channel: "C", ThreadTS: "1"}
+	r := New(Options{Thread: k, Mode: Native})
+	call := provider.ToolCall{ID: "a", Name: "search"}
+	result := `[{"title":"Go <b>& you</b>","url":"https://go.dev/doc/"},` +
+		`{"name":"dup","link":"https://go.dev/doc/"},{"url":"javascript:alert(1)","title":"no"},` +
+		`{"text":"see [the spec](https://go.dev/ref/spec) and https://example.com/a/b. or ftp://x.org"}]`
+	r.Observe(agent.Event{Kind: agent.EventToolStarted, Call: call})
+	r.Observe(agent.Event{Kind: agent.EventToolFinished, Call: call, Result: result})
+	r.Observe(agent.Event{Kind: agent.EventToolFinished, Call: provider.ToolCall{ID: "b", Name: "x"}, IsError: true, Result: "https://err.example"})
+	got, err := json.Marshal(r.tasks[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"task_update","id":"a","title":"search","status":"complete","sources":[` +
+		`{"type":"url","url":"https://go.dev/doc/","text":"Go \u0026lt;b\u0026gt;\u0026amp; you\u0026lt;/b\u0026gt;"},` +
+		`{"type":"url","url":"https://go.dev/ref/spec","text":"the spec"},` +
+		`{"type":"url","url":"https://example.com/a/b","text":"example.com/a/b"}]}`
+	if string(got) != want {
+		t.Errorf("task chunk\n got %s\nwant %s", got, want)
+	}
+	for _, c := range r.tasks {
+		if b, _ := json.Marshal(c); strings.Contains(string(b), `"id":"b"`) && strings.Contains(string(b), "sources") {
+			t.Errorf("failed call with sources: %s", b)
+		}
+	}
+	var many strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&many, "https://example.com/%d\n", i)
+	}
+	if s := resultSources(many.String()); len(s) != maxTaskSources || s[0].URL != "https://example.com/0" {
+		t.Errorf("%d sources (first %+v), want the first %d", len(s), s[0], maxTaskSources)
+	}
+	if s := resultSources("no links here"); s != nil {
+		t.Errorf("sources %+v of a result without links", s)
 	}
 }
