@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Preset is an OAuth client a registration may name instead of carrying
@@ -73,4 +76,24 @@ func (mt *mount) presetAuth() (serverAuth, error) {
 		clientID: p.ClientID, secret: p.ClientSecret, clientIssuer: p.ClientIssuer, scopes: p.Scopes,
 		checked: mt.source == sourceRegistered, allowPrivate: mt.m.opts.AllowPrivateNetworks,
 		resolve: mt.m.opts.Resolver, registrar: mt.registrar}, nil
+}
+
+// errSlackMCPOff replaces Slack's -32600 "App is not enabled for Slack
+// MCP server access" (every call, initialize included, after a
+// successful sign-in, while the app's MCP toggle is off).
+var errSlackMCPOff = errors.New("the Slack MCP server refused this app: it is not enabled for Slack MCP server access. " +
+	"A Slack admin of the app turns it on in the app's settings (api.slack.com/apps → the app → Agents & AI Apps → Model Context Protocol), then the server is used at the next message")
+
+// explainErr turns a server's answers that people can act on into words
+// that say what to do; other errors pass unchanged.
+func explainErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && strings.Contains(we.Message, "not enabled for Slack MCP") ||
+		strings.Contains(err.Error(), "App is not enabled for Slack MCP server access") {
+		return errSlackMCPOff
+	}
+	return err
 }
