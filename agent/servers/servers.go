@@ -213,7 +213,8 @@ type Registration struct {
 	CreatedBy string
 	// Scope is who may use the server's tools, and where (/bobbin mcp
 	// scope); the zero value restricts nothing.
-	Scope access.Scope // Preset names a preset of the MCP manager whose OAuth client
+	Scope access.Scope
+	// Preset names a preset of the MCP manager whose OAuth client
 	// (client id, secret, scopes) the server signs in with ("" none;
 	// PresetSlack): the record keeps the name, never the credentials,
 	// which come from the process's configuration when it is mounted.
