@@ -82,6 +82,10 @@ type ServerConfig struct {
 	// with; when the server moves to another one, Bobbin says so instead of
 	// presenting the client there (SEP-2352).
 	ClientIssuer string `yaml:"client_issuer"`
+	// Preset is set on servers registered from Slack with a preset
+	// (servers.Registration.Preset): their OAuth client comes from
+	// Options.Presets. Never read from the file.
+	Preset string `yaml:"-"`
 	// Scope (channels, users, usergroups, guests, dm) is who may use the
 	// server's tools, and where.
 	Scope `yaml:",inline"`

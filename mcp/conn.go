@@ -211,7 +211,7 @@ func dial(ctx context.Context, p *dialParams) (*conn, error) {
 		return dialBuiltin(ctx, p)
 	}
 	c, err := dialHTTP(ctx, p)
-	return c, redactErr(err)
+	return c, explainErr(redactErr(err))
 }
 
 func dialStdio(ctx context.Context, p *dialParams) (*conn, error) {

@@ -69,6 +69,12 @@ type Options struct {
 	Resolver Resolver
 	// OAuth wires OAuth servers (zero: OAuth servers are refused).
 	OAuth OAuthOptions
+	// Presets are the OAuth clients registrations may name
+	// (servers.Registration.Preset), keyed by preset name: the
+	// credentials stay here, in the process's configuration, and are
+	// read when a server is mounted (nil: no presets; a registration
+	// naming one then cannot connect and says why).
+	Presets map[string]Preset
 	// Elicitor answers servers' questions to people (nil: declined).
 	Elicitor Elicitor
 	// StartupTimeout is how long a stdio server may take to start and
@@ -226,7 +232,7 @@ func (m *Manager) mounts(ctx context.Context, team string) ([]*mount, error) {
 		if auth == AuthNone {
 			auth = ""
 		}
-		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers, Auth: auth, Scope: r.Scope}, sourceRegistered, r.CreatedBy})
+		want = append(want, desired{ServerConfig{Name: r.Name, URL: r.URL, Headers: r.Headers, Auth: auth, Scope: r.Scope, Preset: r.Preset}, sourceRegistered, r.CreatedBy})
 	}
 
 	m.mu.Lock()

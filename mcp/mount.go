@@ -335,7 +335,7 @@ func (mt *mount) list(ctx context.Context, force bool) ([]*mcp.Tool, error) {
 	for page := 0; ; page++ {
 		res, err := c.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			err = redactErr(err)
+			err = explainErr(redactErr(err))
 			mt.fail(c, fmt.Errorf("tools/list: %w", err))
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -514,7 +514,7 @@ func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.Cal
 			c.close()
 			continue
 		}
-		return nil, redactErr(err)
+		return nil, explainErr(redactErr(err))
 	}
 }
 

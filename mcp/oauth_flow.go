@@ -151,7 +151,8 @@ func challenge(ctx context.Context, hc *http.Client, mcpURL string) []string {
 // discover finds the protected resource metadata and the authorization
 // server's metadata, with the spec's fallbacks: resource_metadata from the
 // challenge, then the path-based and root well-known URLs (each PRM's
-// resource must match the URL it was fetched for), then the 2025-03-26
+// resource must match the URL it was fetched for; the root one's may
+// also be the MCP endpoint), then the 2025-03-26
 // convention (the MCP origin is the authorization server); RFC 8414 and
 // OIDC well-knowns (issuer checked by oauthex), else the 2025-03-26
 // default endpoints.
@@ -186,7 +187,13 @@ func discover(ctx context.Context, hc *http.Client, mcpURL string, wwwAuth []str
 	root.Path = "/.well-known/oauth-protected-resource"
 	origin := *ru
 	origin.Path, origin.RawPath, origin.RawQuery, origin.Fragment = "", "", "", ""
+	// The bare-origin document may describe the MCP endpoint itself
+	// rather than the origin (Slack's does, while its path-aware URL
+	// answers 302): accept either there, so its scopes are not lost.
 	cands = append(cands, candidate{pathBased.String(), mcpURL}, candidate{root.String(), origin.String()})
+	if mcpURL != origin.String() {
+		cands = append(cands, candidate{root.String(), mcpURL})
+	}
 	for _, c := range cands {
 		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.meta, c.resource, hc)
 		if err != nil || prm == nil {

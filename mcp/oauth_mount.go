@@ -26,6 +26,9 @@ func (mt *mount) isOAuth() bool { return mt.authMode() != AuthNone && mt.cfg.URL
 // serverAuth describes the server for the OAuth flow; the config file's
 // client_secret may reference ${VARS}.
 func (mt *mount) serverAuth() (serverAuth, error) {
+	if mt.cfg.Preset != "" {
+		return mt.presetAuth()
+	}
 	secret := mt.cfg.ClientSecret
 	if mt.source == sourceConfig && secret != "" {
 		var err error

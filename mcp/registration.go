@@ -68,11 +68,14 @@ type Record struct {
 	Auth string `json:"auth,omitempty"`
 	// Scope is set by SetScope (absent: no restriction).
 	Scope *Scope `json:"scope,omitempty"`
+	// Preset names the Options.Presets entry whose OAuth client the
+	// server uses (servers.PresetSlack); never the credentials.
+	Preset string `json:"preset,omitempty"`
 }
 
 // EncodeRegistration is the stored form of r.
 func EncodeRegistration(r Registered) (StoredRegistration, error) {
-	rec := Record{V: 1, URL: r.URL, Tools: r.Tools, Auth: r.Auth}
+	rec := Record{V: 1, URL: r.URL, Tools: r.Tools, Auth: r.Auth, Preset: r.Preset}
 	rec.Headers = slices.Sorted(maps.Keys(r.Headers))
 	if !r.Scope.IsZero() {
 		sc := r.Scope.Clone()
@@ -98,7 +101,7 @@ func DecodeRegistration(s StoredRegistration) (Registered, error) {
 	if rec.URL == "" {
 		return Registered{}, fmt.Errorf("mcp: registration %s has no URL: %w", s.Name, servers.ErrBadRecord)
 	}
-	r := Registered{Name: s.Name, URL: rec.URL, Tools: rec.Tools, Auth: rec.Auth, CreatedBy: s.CreatedBy}
+	r := Registered{Name: s.Name, URL: rec.URL, Tools: rec.Tools, Auth: rec.Auth, Preset: rec.Preset, CreatedBy: s.CreatedBy}
 	if len(rec.Headers) > 0 {
 		r.Headers = make(map[string]string, len(rec.Headers))
 		for _, h := range rec.Headers {

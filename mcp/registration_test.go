@@ -37,6 +37,14 @@ func TestRegistrationRecord(t *testing.T) {
 	if err != nil || !cmp.Equal(r.Scope, want) || r.Auth != AuthUser || r.CreatedBy != "UADMIN" {
 		t.Errorf("scoped record = %+v, %v", r, err)
 	}
+	// A preset is stored by name only, and read back.
+	st, err := EncodeRegistration(Registered{Name: "slack", URL: "https://mcp.slack.com/mcp", Auth: AuthUser, Preset: servers.PresetSlack})
+	if err != nil || string(st.Record) != `{"v":1,"url":"https://mcp.slack.com/mcp","auth":"user","preset":"slack"}` {
+		t.Errorf("preset record %s, %v", st.Record, err)
+	}
+	if r, err := DecodeRegistration(st); err != nil || r.Preset != servers.PresetSlack {
+		t.Errorf("preset record read back as %+v, %v", r, err)
+	}
 }
 
 // TestRegistrationBytes: the JSON stored in Redis is what the bot wrote

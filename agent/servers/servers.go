@@ -214,7 +214,16 @@ type Registration struct {
 	// Scope is who may use the server's tools, and where (/bobbin mcp
 	// scope); the zero value restricts nothing.
 	Scope access.Scope
+	// Preset names a preset of the MCP manager whose OAuth client
+	// (client id, secret, scopes) the server signs in with ("" none;
+	// PresetSlack): the record keeps the name, never the credentials,
+	// which come from the process's configuration when it is mounted.
+	Preset string
 }
+
+// PresetSlack is the preset of Slack's own MCP server (/bobbin mcp add
+// slack): per-person OAuth with the app's client id and secret.
+const PresetSlack = "slack"
 
 // Errors the MCP manager returns and the bot branches on.
 var (

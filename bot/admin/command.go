@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/agent/access"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
@@ -39,6 +40,9 @@ type command struct {
 	Headers []header
 	// PerUser is mcp add's --per-user (OAuth: each person connects).
 	PerUser bool
+	// Preset is set by `mcp add slack [<url>]` (servers.PresetSlack): the
+	// preset's server, at URL when one is given.
+	Preset string
 	// Scope and ClearScope are mcp scope's (scope.go).
 	Scope      access.Scope
 	ClearScope bool
@@ -80,6 +84,7 @@ const helpText = "*Bobbin commands*\n" +
 	"• `/bobbin mcp tools <name>`: a server's tools with what they may do\n" +
 	"• `/bobbin mcp add`: register an HTTPS MCP server in a form (secrets stay hidden) _(admins)_\n" +
 	"• `/bobbin mcp add <name> <https-url> [--per-user] [Header: value …]`: the same in one line; a server that signs in with OAuth gets a Connect button, and with `--per-user` each person connects their own account _(admins)_\n" +
+	"• `/bobbin mcp add slack [<https-url>]`: Slack's own MCP server (search, channels, threads, canvases), each person connecting their own Slack account _(admins)_\n" +
 	"• `/bobbin mcp connect <name>`: connect your account to an OAuth server (for a workspace-wide one: admins)\n" +
 	"• `/bobbin mcp disconnect <name>`: remove your connection (admins: the workspace's); the server stays registered\n" +
 	"• `/bobbin mcp remove <name>`: unregister a server _(admins)_\n" +
@@ -174,6 +179,9 @@ func parseAdd(args []string) (command, error) {
 	if len(args) == 0 {
 		return command{Op: opAddModal}, nil
 	}
+	if strings.EqualFold(args[0], servers.PresetSlack) {
+		return parseAddSlack(args[1:])
+	}
 	perUser := false
 	if len(args) > 2 {
 		rest := args[:2:2]
@@ -201,6 +209,23 @@ func parseAdd(args []string) (command, error) {
 		return command{}, err
 	}
 	return command{Op: opAdd, Name: args[0], URL: u, Headers: hs, PerUser: perUser}, nil
+}
+
+// parseAddSlack parses the rest of `mcp add slack [<https-url>]`: Slack's
+// MCP server preset (mcp_slack.go).
+func parseAddSlack(args []string) (command, error) {
+	c := command{Op: opAdd, Name: servers.PresetSlack, Preset: servers.PresetSlack}
+	if len(args) > 1 {
+		return command{}, usageError("Usage: `/bobbin mcp add slack` for Slack's own MCP server, or `/bobbin mcp add slack <https-url>` for another address of it; it takes no headers or flags (each person connects their own Slack account).")
+	}
+	if len(args) == 1 {
+		u, err := checkURLShape(args[0])
+		if err != nil {
+			return command{}, err
+		}
+		c.URL = u
+	}
+	return c, nil
 }
 
 func checkServerName(name string) error {
@@ -427,6 +452,9 @@ func (a *Admin) Slash(ctx context.Context, sc slack.SlashCommand) any {
 	case opAddModal:
 		return a.openAddModal(ctx, sc, to)
 	case opAdd:
+		if cmd.Preset == servers.PresetSlack {
+			return a.addSlack(ctx, to, team, user, cmd.URL) // mcp_slack.go
+		}
 		if err := a.mcp.ValidateURL(cmd.URL); err != nil {
 			return ephemeralAck(mrkdwn.EscapeText("That URL can't be registered: "+err.Error()+".") + " Use an `https://` URL of an MCP server.")
 		}

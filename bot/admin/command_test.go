@@ -38,6 +38,8 @@ func TestParseCommand(t *testing.T) {
 		{"mcp add lin https://mcp.linear.app/mcp --per-user", command{Op: opAdd, Name: "lin", URL: "https://mcp.linear.app/mcp", PerUser: true}},
 		{"mcp add lin https://h/mcp --Per-User X-Team: t",
 			command{Op: opAdd, Name: "lin", URL: "https://h/mcp", Headers: []header{{"X-Team", "t"}}, PerUser: true}},
+		{"mcp add slack", command{Op: opAdd, Name: "slack", Preset: "slack"}},
+		{"mcp add Slack <https://mcp.slack.example/mcp>", command{Op: opAdd, Name: "slack", URL: "https://mcp.slack.example/mcp", Preset: "slack"}},
 		{"mcp connect lin", command{Op: opConnect, Name: "lin"}},
 		{"mcp disconnect lin", command{Op: opDiscon, Name: "lin"}},
 	}
@@ -68,6 +70,9 @@ func TestParseCommandRefuses(t *testing.T) {
 		{"mcp disconnect a b", false},
 		{"mcp tools a b", false},
 		{"mcp tools ../etc", false},
+		{"mcp add slack https://h/mcp --per-user", false},
+		{"mcp add slack https://h/mcp X-Team: t", false},
+		{"mcp add slack npx -y x", false},
 		{"mcp remove", false},
 		{"mcp add onlyname", false},
 		{"mcp add bad/name https://h/mcp", false},
@@ -161,7 +166,7 @@ func TestChunkLines(t *testing.T) {
 func FuzzParseCommand(f *testing.F) {
 	for _, s := range []string{
 		"", "help", "audit", "mcp list", "mcp tools a", "mcp add", "mcp add a https://h/mcp A: b c D: e",
-		`mcp add a <https://h/mcp|x> A: "b: c"`, "mcp add a npx -y x", "mcp add a https://h/mcp “A: b”", "mcp remove a",
+		`mcp add a <https://h/mcp|x> A: "b: c"`, "mcp add a npx -y x", "mcp add a https://h/mcp “A: b”", "mcp remove a", "mcp add slack", "mcp add slack https://h/mcp",
 	} {
 		f.Add(s)
 	}
@@ -183,6 +188,9 @@ func FuzzParseCommand(f *testing.F) {
 		case opAdd:
 			if !serverNameRE.MatchString(c.Name) {
 				t.Fatalf("parseCommand(%q): bad name %q", text, c.Name)
+			}
+			if c.Preset != "" && c.URL == "" {
+				break // the preset's own URL
 			}
 			l := strings.ToLower(c.URL)
 			if !strings.HasPrefix(l, "https://") && !strings.HasPrefix(l, "http://") {

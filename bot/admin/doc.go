@@ -1,12 +1,14 @@
 // Package admin is administration from Slack: the /bobbin command (its
-// parser, help and every subcommand: mcp list, tools, add, remove,
+// parser, help and every subcommand: mcp list, tools, add (and add
+// slack, Slack's MCP server as a preset), remove,
 // approve, scope, policy, connect, disconnect; audit; feedback; profile;
 // usage), the add-server form and the App Home (servers, connections,
 // Connect and Disconnect buttons).
 //
 // Seams: Options take the Web API (slackapi.Client), the MCP manager as
 // an MCP (cmd/bot adapts *mcp.Manager; it may also be an Auth for OAuth
-// servers, a Policies for tool policies and a ScopedStatus for verdicts),
+// servers, a Policies for tool policies, a ScopedStatus for verdicts and
+// a SlackPreset for mcp add slack),
 // a Store of the session methods administration reads and writes
 // (required, checked at build time), People (a person's Standing, user
 // groups: the root adapts bot/people), and the root's audit log, Access,

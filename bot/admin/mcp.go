@@ -200,23 +200,19 @@ func (a *Admin) mcpRemove(ctx context.Context, team, user, name string) string {
 // A server that answers 401 with OAuth metadata is registered with OAuth
 // (per-user with perUser) and the answer carries a Connect button.
 func (a *Admin) mcpAdd(ctx context.Context, to Target, team, user, name, url string, headers map[string]string, perUser bool) reply {
-	if err := a.mcp.Registered(ctx, team, name); err == nil {
-		return reply{text: fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))}
-	} else if !errors.Is(err, session.ErrNotFound) {
-		a.log.Warn("bot: reading registrations failed", "team", team, "err", err)
-		return reply{text: "I couldn't check the existing servers just now. Please try again in a moment."}
+	if msg := a.nameTaken(ctx, team, name); msg != "" {
+		return reply{text: msg}
 	}
 	tools, err := a.mcp.Probe(ctx, name, url, headers)
 	switch {
 	case errors.Is(err, servers.ErrOAuthUnavailable):
-		return reply{text: fmt.Sprintf("`%s` at %s signs in with OAuth, and OAuth needs the bot's PUBLIC_URL (its externally reachable address for the sign-in callback), which is not set. Nothing was saved. Ask the bot's operator to set PUBLIC_URL, then add the server again.",
-			mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)))}
+		return reply{text: noPublicURL(name, url)}
 	case errors.Is(err, servers.ErrNeedsOAuth):
 		mode := authWorkspace
 		if perUser {
 			mode = authUser
 		}
-		return a.mcpAddOAuth(ctx, to, team, user, name, url, headers, mode)
+		return a.mcpAddOAuth(ctx, to, team, servers.Registration{Name: name, URL: url, Headers: headers, Auth: mode, CreatedBy: user})
 	case err != nil:
 		msg := scrubSecrets(err.Error(), headers)
 		a.log.Info("bot: probing an MCP server failed", "team", team, "server", name, "err", msg)
@@ -244,6 +240,26 @@ func (a *Admin) mcpAdd(ctx context.Context, to Target, team, user, name, url str
 	s.WriteString(". They are offered to the model in this workspace from now on; each call asks for approval in the thread.\n")
 	s.WriteString(formatTools(tools, 300, false))
 	return reply{text: s.String()}
+}
+
+// nameTaken is "" when no server of that name is registered from Slack,
+// else what to tell the admin.
+func (a *Admin) nameTaken(ctx context.Context, team, name string) string {
+	err := a.mcp.Registered(ctx, team, name)
+	switch {
+	case err == nil:
+		return fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))
+	case !errors.Is(err, session.ErrNotFound):
+		a.log.Warn("bot: reading registrations failed", "team", team, "err", err)
+		return "I couldn't check the existing servers just now. Please try again in a moment."
+	}
+	return ""
+}
+
+// noPublicURL says an OAuth server cannot be added without PUBLIC_URL.
+func noPublicURL(name, url string) string {
+	return fmt.Sprintf("`%s` at %s signs in with OAuth, and OAuth needs the bot's PUBLIC_URL (its externally reachable address for the sign-in callback), which is not set. Nothing was saved. Ask the bot's operator to set PUBLIC_URL, then add the server again.",
+		mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)))
 }
 
 // saveRegistration has the MCP manager store a registration (and see

@@ -204,16 +204,24 @@ func (a *Admin) mcpDisconnect(ctx context.Context, team, user, name string) stri
 // and answers with a Connect button for the admin: a workspace server's
 // connection, or, for a per-user one, the admin's own (its tools are
 // listed through it).
-func (a *Admin) mcpAddOAuth(ctx context.Context, to Target, team, user, name, url string, headers map[string]string, mode string) reply {
-	if r := a.saveRegistration(ctx, team, servers.Registration{Name: name, URL: url, Headers: headers, Auth: mode, CreatedBy: user}); r != "" {
+func (a *Admin) mcpAddOAuth(ctx context.Context, to Target, team string, reg servers.Registration) reply {
+	name, user, mode, url, headers := reg.Name, reg.CreatedBy, reg.Auth, reg.URL, reg.Headers
+	if r := a.saveRegistration(ctx, team, reg); r != "" {
 		return reply{text: r}
 	}
-	a.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
-		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(slices.Sorted(maps.Keys(headers)), ",")})
+	fields := map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
+		"outcome": "oauth " + modeWords(mode), "headers": strings.Join(slices.Sorted(maps.Keys(headers)), ",")}
+	if reg.Preset != "" {
+		fields["preset"] = reg.Preset
+	}
+	a.audit(ctx, team, fields)
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), modeWords(mode))
 	if mode == authUser {
 		s.WriteString("each person connects their own account, and calls act as them. Connect yours now: its tools are listed through your connection.")
+		if reg.Preset == servers.PresetSlack {
+			s.WriteString(" Slack's MCP server also needs Model Context Protocol turned on in the app's settings (Agents & AI Apps); until it is, its calls say so.")
+		}
 	} else {
 		s.WriteString("one connection for the whole workspace, used by every call here. Connect it now.")
 	}

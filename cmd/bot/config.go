@@ -47,6 +47,9 @@ type config struct {
 
 	MCPConfig               string `env:"MCP_CONFIG"`
 	MCPAllowPrivateNetworks bool   `env:"MCP_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
+	// SlackMCPURL is the server /bobbin mcp add slack registers (Slack's
+	// MCP server; GovSlack and tests point it elsewhere).
+	SlackMCPURL string `env:"SLACK_MCP_URL" envDefault:"https://mcp.slack.com/mcp"`
 	// ProfilesConfig names the agent profiles, budgets and prices file
 	// (agent/profile).
 	ProfilesConfig string `env:"PROFILES_CONFIG"`
@@ -128,6 +131,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		bad("SLACK_API_URL must be an http(s) URL")
 	} else if !strings.HasSuffix(c.SlackAPIURL, "/") {
 		c.SlackAPIURL += "/" // slack-go appends method names
+	}
+	if !httpURL(c.SlackMCPURL) {
+		bad("SLACK_MCP_URL must be an http(s) URL")
 	}
 	if c.RedisURL != "" {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {

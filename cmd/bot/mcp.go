@@ -71,6 +71,9 @@ func (r registrations) DeleteRegistration(ctx context.Context, team, name string
 type mcpAdmin struct {
 	*mcp.Manager
 	allowPrivate bool
+	// slackURL is SLACK_MCP_URL; slack the preset (its Missing settings).
+	slackURL string
+	slack    mcp.Preset
 }
 
 // bot/admin finds Auth, Policies and ScopedStatus, and the bot
@@ -81,6 +84,7 @@ var (
 	_ admin.Auth         = mcpAdmin{}
 	_ admin.Policies     = mcpAdmin{}
 	_ admin.ScopedStatus = mcpAdmin{}
+	_ admin.SlackPreset  = mcpAdmin{}
 	_ bot.ToolReporter   = mcpTools{}
 )
 
@@ -96,6 +100,12 @@ func (t mcpTools) Tools(ctx context.Context, a access.Access) ([]agent.Tool, err
 // a turn goes without because they are still starting or failing.
 func (t mcpTools) ToolsReport(ctx context.Context, a access.Access) ([]agent.Tool, []servers.NotReady, error) {
 	return t.m.ToolsReport(ctx, a)
+}
+
+// SlackMCP implements admin.SlackPreset: SLACK_MCP_URL, and which of the
+// app's SLACK_CLIENT_ID and SLACK_CLIENT_SECRET are not set.
+func (a mcpAdmin) SlackMCP() (string, []string) {
+	return a.slackURL, a.slack.Missing
 }
 
 func (a mcpAdmin) ValidateURL(raw string) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/agent/servers"
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/mcp"
 	"github.com/bobbinbot/bobbin/session"
@@ -86,6 +87,8 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	// Connect prompts and servers' questions go to the bot (seams, set
 	// once the bot exists).
 	seams := &slackSeams{}
+	// Slack's MCP server signs people in with the app's own client.
+	slackPreset := mcp.SlackPreset(cfg.SlackClientID, cfg.SlackClientSecret)
 	mgr := mcp.NewManager(mcp.Options{
 		Config:               mcfg,
 		Store:                registrations{store},
@@ -96,6 +99,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Getenv:               getenv,
 		Logger:               log,
 		OAuth:                mcpOAuth(store, cfg.PublicURL, seams, cfg.ApprovalTimeout, log),
+		Presets:              map[string]mcp.Preset{servers.PresetSlack: slackPreset},
 		Elicitor:             seams,
 	})
 	defer func() {
@@ -117,7 +121,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Store:              store,
 		Agent:              ag,
 		Tools:              mcpTools{mgr},
-		MCP:                mcpAdmin{Manager: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks},
+		MCP:                mcpAdmin{Manager: mgr, allowPrivate: cfg.MCPAllowPrivateNetworks, slackURL: cfg.SlackMCPURL, slack: slackPreset},
 		ApprovalTimeout:    cfg.ApprovalTimeout,
 		UsergroupCacheTTL:  cfg.UsergroupCacheTTL,
 		ToolFileMaxBytes:   cfg.ToolFileMaxBytes,

@@ -34,6 +34,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -400,6 +401,18 @@ func (s *Server) Stats() Stats {
 	st := s.stats
 	st.RefreshResources = slices.Clone(st.RefreshResources)
 	return st
+}
+
+// TokenRequests returns the form of every token endpoint request so far
+// (client_id, client_secret when posted, grant_type, …), oldest first.
+func (s *Server) TokenRequests() []url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]url.Values, len(s.requests))
+	for i, r := range s.requests {
+		out[i] = url.Values(maps.Clone(r))
+	}
+	return out
 }
 
 // ExpireAccessTokens makes every issued access token expired (the
