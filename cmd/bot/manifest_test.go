@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/dlclark/regexp2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bobbinbot/bobbin/mcp"
 )
 
 // ecmaRegexp adapts regexp2 to jsonschema: Slack's schema uses look-ahead,
@@ -153,5 +156,29 @@ func TestManifestSchemaRejects(t *testing.T) {
 				t.Errorf("schema accepted %s", doc)
 			}
 		})
+	}
+}
+
+// TestManifestSlackMCPScopes: the manifest declares, as optional user
+// scopes, exactly the scopes the Slack MCP preset asks a person for (the
+// app's client can only ask for scopes the app declares).
+func TestManifestSlackMCPScopes(t *testing.T) {
+	raw, err := os.ReadFile("../../manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		OAuth struct {
+			Scopes struct {
+				UserOptional []string `yaml:"user_optional"`
+			} `yaml:"scopes"`
+		} `yaml:"oauth_config"`
+	}
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	got, want := slices.Sorted(slices.Values(m.OAuth.Scopes.UserOptional)), slices.Sorted(slices.Values(mcp.SlackScopes))
+	if !slices.Equal(got, want) {
+		t.Errorf("manifest.yaml user_optional = %v; want the Slack MCP preset's scopes %v", got, want)
 	}
 }
