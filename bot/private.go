@@ -110,8 +110,9 @@ func (t privateTool) choose(ctx context.Context, out string) (string, error) {
 	if dl, ok := ctx.Deadline(); ok && dl.Before(expires) {
 		expires = dl
 	}
-	ap, err := cs.CreateApproval(ctx, session.Approval{ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
-		Requester: t.requester, Server: h.Server, Tool: t.Spec().Name, Expires: expires})
+	ap, err := cs.CreateApproval(ctx, session.Approval{Prompt: session.Prompt{ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
+		Requester: t.requester, Server: h.Server, Expires: expires},
+		Tool: t.Spec().Name})
 	if err != nil {
 		return "", fmt.Errorf("the private result could not be offered to the person who asked, so it was not used: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"time"
 )
 
 // Approval states. Every state but ApprovalPending is final.
@@ -23,33 +22,18 @@ const (
 // Approval is a pending or decided tool-call approval, shared by all
 // replicas: the click may reach any of them.
 type Approval struct {
-	// ID is the approval's id (the only thing a button carries). CreateApproval
-	// generates one when empty.
-	ID                       string
-	Team, Channel, ThreadTS  string
-	Requester                string // user whose message started the turn
-	Server, Tool, ArgsDigest string
+	// Prompt: the id, thread, requester (whose message started the turn),
+	// server, times, state (one of the Approval* constants), who decided
+	// and the Slack message carrying the buttons.
+	Prompt
+	Tool, ArgsDigest string
 	// CallID is the model's tool-call id, so a replica resuming the turn finds
 	// the approval of the call it is about to run.
-	CallID  string
-	Created time.Time
-	Expires time.Time
-	// State is one of the Approval* constants.
-	State     string
-	DecidedBy string
-	DecidedAt time.Time
-	// MessageTS is the Slack message carrying the buttons.
-	MessageTS string
+	CallID string
 	// AdminOnly: the tool policy says only an admin's click counts.
 	// OnceOnly: no thread-wide permission may be given (destructive).
 	AdminOnly, OnceOnly bool
 }
-
-// Thread is the approval's thread.
-func (a Approval) Thread() ThreadKey { return ThreadKey{a.Team, a.Channel, a.ThreadTS} }
-
-// Decided reports whether a is in a final state.
-func (a Approval) Decided() bool { return a.core().decided() }
 
 // approvalPrompts is the lifecycle of approvals (prompt.go).
 var approvalPrompts = &prompts[Approval]{
@@ -61,22 +45,17 @@ var approvalPrompts = &prompts[Approval]{
 		return append(a.core().fields("tool", a.Tool, "args_digest", a.ArgsDigest, "call_id", a.CallID),
 			"admin_only", flag(a.AdminOnly), "once_only", flag(a.OnceOnly)), nil
 	},
-	decode: func(_ *Store, _ string, h map[string]string, c promptCore) (Approval, error) {
+	decode: func(_ *Store, _ string, h map[string]string, c Prompt) (Approval, error) {
 		a := Approval{Tool: h["tool"], ArgsDigest: h["args_digest"], CallID: h["call_id"],
 			AdminOnly: h["admin_only"] == "1", OnceOnly: h["once_only"] == "1"}
 		return a.withCore(c), nil
 	},
 }
 
-func (a Approval) core() promptCore {
-	return promptCore{ID: a.ID, Team: a.Team, Channel: a.Channel, ThreadTS: a.ThreadTS,
-		Requester: a.Requester, Server: a.Server, Created: a.Created, Expires: a.Expires,
-		State: a.State, DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, MessageTS: a.MessageTS}
-}
+func (a Approval) core() Prompt { return a.Prompt }
 
-func (a Approval) withCore(c promptCore) Approval {
-	a.ID, a.Team, a.Channel, a.ThreadTS, a.Requester, a.Server = c.ID, c.Team, c.Channel, c.ThreadTS, c.Requester, c.Server
-	a.Created, a.Expires, a.State, a.DecidedBy, a.DecidedAt, a.MessageTS = c.Created, c.Expires, c.State, c.DecidedBy, c.DecidedAt, c.MessageTS
+func (a Approval) withCore(c Prompt) Approval {
+	a.Prompt = c
 	return a
 }
 

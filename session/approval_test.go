@@ -9,9 +9,7 @@ import (
 )
 
 func newApproval(k ThreadKey, expires time.Duration) Approval {
-	return Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1",
-		Server: "srv", Tool: "delete_file", ArgsDigest: "sha256:abc", CallID: "call_1",
-		Expires: time.Now().Add(expires), MessageTS: "1700000002.000300"}
+	return Approval{Prompt: Prompt{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Server: "srv", Expires: time.Now().Add(expires), MessageTS: "1700000002.000300"}, Tool: "delete_file", ArgsDigest: "sha256:abc", CallID: "call_1"}
 }
 
 // createApproval stores newApproval(k, expires) in s.
@@ -141,7 +139,7 @@ func TestApprovalExpiry(t *testing.T) {
 	if _, err := s.CreateApproval(ctx, newApproval(k, -time.Second)); err == nil {
 		t.Error("CreateApproval with a past expiry: want an error")
 	}
-	if _, err := s.CreateApproval(ctx, Approval{ID: ap.ID, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Expires: time.Now().Add(time.Minute)}); err == nil {
+	if _, err := s.CreateApproval(ctx, Approval{Prompt: Prompt{ID: ap.ID, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Expires: time.Now().Add(time.Minute)}}); err == nil {
 		t.Error("CreateApproval with an existing id: want an error")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -39,32 +38,17 @@ const (
 
 // Question is one pending or answered question from an MCP server.
 type Question struct {
-	// ID is the question's id (the only thing its buttons carry);
-	// CreateQuestion generates one when empty.
-	ID                      string
-	Team, Channel, ThreadTS string
-	// Requester is the person asked; Server the MCP server asking; Mode
-	// "form" or "url".
-	Requester, Server, Mode string
+	// Prompt: the id, thread, the person asked (Requester), the MCP server
+	// asking, times, state (one of the Question* constants), who decided
+	// and the Slack message carrying the question.
+	Prompt
+	// Mode is "form" or "url".
+	Mode string
 	// Spec is the caller's JSON of the question.
-	Spec    []byte
-	Created time.Time
-	Expires time.Time
-	// State is one of the Question* constants.
-	State     string
-	DecidedBy string
-	DecidedAt time.Time
-	// MessageTS is the Slack message carrying the question.
-	MessageTS string
+	Spec []byte
 	// Answer is the caller's JSON of a form's answer (accept only).
 	Answer []byte
 }
-
-// Thread is the question's thread.
-func (q Question) Thread() ThreadKey { return ThreadKey{q.Team, q.Channel, q.ThreadTS} }
-
-// Decided reports whether q is in a final state.
-func (q Question) Decided() bool { return q.core().decided() }
 
 func (k keys) question(id string) string { return k.prefix + ":{e:" + id + "}" }
 func (k keys) threadQuestions(t ThreadKey) string {
@@ -116,7 +100,7 @@ var questionPrompts = &prompts[Question]{
 		}
 		return q.core().fields("mode", q.Mode, "spec", spec), nil
 	},
-	decode: func(s *Store, key string, h map[string]string, c promptCore) (Question, error) {
+	decode: func(s *Store, key string, h map[string]string, c Prompt) (Question, error) {
 		q := Question{Mode: h["mode"]}.withCore(c)
 		var errs [2]error
 		q.Spec, errs[0] = s.openOrPlain(key, q.Team, q.ID, "spec", h["spec"])
@@ -128,15 +112,10 @@ var questionPrompts = &prompts[Question]{
 	},
 }
 
-func (q Question) core() promptCore {
-	return promptCore{ID: q.ID, Team: q.Team, Channel: q.Channel, ThreadTS: q.ThreadTS,
-		Requester: q.Requester, Server: q.Server, Created: q.Created, Expires: q.Expires,
-		State: q.State, DecidedBy: q.DecidedBy, DecidedAt: q.DecidedAt, MessageTS: q.MessageTS}
-}
+func (q Question) core() Prompt { return q.Prompt }
 
-func (q Question) withCore(c promptCore) Question {
-	q.ID, q.Team, q.Channel, q.ThreadTS, q.Requester, q.Server = c.ID, c.Team, c.Channel, c.ThreadTS, c.Requester, c.Server
-	q.Created, q.Expires, q.State, q.DecidedBy, q.DecidedAt, q.MessageTS = c.Created, c.Expires, c.State, c.DecidedBy, c.DecidedAt, c.MessageTS
+func (q Question) withCore(c Prompt) Question {
+	q.Prompt = c
 	return q
 }
 

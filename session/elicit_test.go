@@ -10,8 +10,7 @@ import (
 )
 
 func newQuestion(k ThreadKey, expires time.Duration, spec string) Question {
-	return Question{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1",
-		Server: "forms", Mode: "form", Spec: []byte(spec), Expires: time.Now().Add(expires), MessageTS: "1700000002.000300"}
+	return Question{Prompt: Prompt{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Server: "forms", Expires: time.Now().Add(expires), MessageTS: "1700000002.000300"}, Mode: "form", Spec: []byte(spec)}
 }
 
 func TestQuestionAnsweredExactlyOnceAcrossReplicas(t *testing.T) {

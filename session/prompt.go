@@ -32,7 +32,7 @@ import (
 //	P:{X:ID}:wake       wake-up list for waiters, expires with the record
 //	P:{t:THREAD}:NAME   set of the thread's ids (NAME: approvals, elicits)
 //
-// Each kind gives its keys and encodes its own fields around promptCore's.
+// Each kind gives its keys and encodes its own fields around Prompt's.
 
 // Prompt states the lifecycle itself uses; each kind names its others.
 const (
@@ -40,25 +40,35 @@ const (
 	promptExpired = "expired"
 )
 
-// promptCore is the part of a prompt's record every kind has and the
-// lifecycle reads and writes.
-type promptCore struct {
+// Prompt is what every prompt's record has — approvals and questions
+// embed it — and the part the lifecycle reads and writes itself.
+type Prompt struct {
+	// ID is the prompt's id (the only thing its buttons carry); Create*
+	// generates one when empty.
 	ID                      string
 	Team, Channel, ThreadTS string
-	Requester, Server       string
-	Created, Expires        time.Time
-	State, DecidedBy        string
-	DecidedAt               time.Time
-	MessageTS               string
+	// Requester is the person whose turn asked (an approval) or who is
+	// asked (a question); Server the MCP server of the tool or question.
+	Requester, Server string
+	Created, Expires  time.Time
+	// State is one of the kind's constants (Approval*, Question*).
+	State, DecidedBy string
+	DecidedAt        time.Time
+	// MessageTS is the Slack message carrying the prompt.
+	MessageTS string
 }
 
-func (c promptCore) thread() ThreadKey { return ThreadKey{c.Team, c.Channel, c.ThreadTS} }
+// Thread is the prompt's thread.
+func (c Prompt) Thread() ThreadKey { return ThreadKey{c.Team, c.Channel, c.ThreadTS} }
 
-func (c promptCore) decided() bool { return c.State != promptPending && c.State != "" }
+// Decided reports whether the prompt is in a final state.
+func (c Prompt) Decided() bool { return c.decided() }
+
+func (c Prompt) decided() bool { return c.State != promptPending && c.State != "" }
 
 // fields encodes c around the kind's own fields (mid), in the order the
 // hash has always been written. Times are unix milliseconds, "" when zero.
-func (c promptCore) fields(mid ...any) []any {
+func (c Prompt) fields(mid ...any) []any {
 	ms := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -72,7 +82,7 @@ func (c promptCore) fields(mid ...any) []any {
 }
 
 // parsePromptCore reverses fields for the record of a noun in key.
-func parsePromptCore(noun, key string, h map[string]string) (promptCore, error) {
+func parsePromptCore(noun, key string, h map[string]string) (Prompt, error) {
 	ms := func(f string) (time.Time, error) {
 		v := h[f]
 		if v == "" {
@@ -84,7 +94,7 @@ func parsePromptCore(noun, key string, h map[string]string) (promptCore, error) 
 		}
 		return time.UnixMilli(n).UTC(), nil
 	}
-	c := promptCore{
+	c := Prompt{
 		ID: h["id"], Team: h["team"], Channel: h["channel"], ThreadTS: h["thread_ts"],
 		Requester: h["requester"], Server: h["server"],
 		State: h["state"], DecidedBy: h["decided_by"], MessageTS: h["message_ts"],
@@ -94,10 +104,10 @@ func parsePromptCore(noun, key string, h map[string]string) (promptCore, error) 
 	c.Expires, errs[1] = ms("expires")
 	c.DecidedAt, errs[2] = ms("decided_at")
 	if err := errors.Join(errs[:]...); err != nil {
-		return promptCore{}, err
+		return Prompt{}, err
 	}
 	if c.ID == "" || c.State == "" || c.Expires.IsZero() {
-		return promptCore{}, fmt.Errorf("session: corrupt %s in key %s: missing id, state or expiry", noun, key)
+		return Prompt{}, fmt.Errorf("session: corrupt %s in key %s: missing id, state or expiry", noun, key)
 	}
 	return c, nil
 }
@@ -105,8 +115,8 @@ func parsePromptCore(noun, key string, h map[string]string) (promptCore, error) 
 // prompt is what the lifecycle needs of a kind's record type T: its core,
 // and T with the core replaced.
 type prompt[T any] interface {
-	core() promptCore
-	withCore(promptCore) T
+	core() Prompt
+	withCore(Prompt) T
 }
 
 // prompts is the lifecycle of one kind of prompt.
@@ -117,10 +127,10 @@ type prompts[T prompt[T]] struct {
 	final  []string
 	record func(keys, string) string    // the record's key by id
 	index  func(keys, ThreadKey) string // the thread's set of ids
-	// encode gives the record's fields (promptCore.fields with the kind's);
+	// encode gives the record's fields (Prompt.fields with the kind's);
 	// decode builds T from its parsed core and the hash.
 	encode func(*Store, T) ([]any, error)
-	decode func(s *Store, key string, h map[string]string, c promptCore) (T, error)
+	decode func(s *Store, key string, h map[string]string, c Prompt) (T, error)
 }
 
 func (p *prompts[T]) wake(k keys, id string) string { return p.record(k, id) + ":wake" }
@@ -154,7 +164,7 @@ return 1
 func (p *prompts[T]) create(ctx context.Context, s *Store, v T) (T, error) {
 	var zero T
 	c := v.core()
-	if err := c.thread().validate(); err != nil {
+	if err := c.Thread().validate(); err != nil {
 		return zero, err
 	}
 	if c.ID == "" {
@@ -177,7 +187,7 @@ func (p *prompts[T]) create(ctx context.Context, s *Store, v T) (T, error) {
 	ttl := time.Until(c.Expires) + s.opt.ApprovalRetention
 	// Index first (a dangling index entry is skipped and pruned by
 	// pending); the two keys live in different hash slots.
-	set := p.index(s.k, c.thread())
+	set := p.index(s.k, c.Thread())
 	pipe := s.rdb.Pipeline()
 	pipe.SAdd(ctx, set, c.ID)
 	pipe.PExpire(ctx, set, max(ttl, s.opt.SessionTTL))

@@ -135,9 +135,7 @@ func TestApprovalOldRecordRead(t *testing.T) {
 	}
 	s.rdb.PExpire(ctx, P+":{a:old1}", time.Hour)
 	s.rdb.SAdd(ctx, P+":{t:"+k.String()+"}:approvals", "old1")
-	want := Approval{ID: "old1", Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1",
-		Server: "srv", Tool: "t", ArgsDigest: "d", CallID: "c1", Created: created, Expires: expires,
-		State: ApprovalPending, MessageTS: "1.2", OnceOnly: true}
+	want := Approval{Prompt: Prompt{ID: "old1", Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Server: "srv", Created: created, Expires: expires, State: ApprovalPending, MessageTS: "1.2"}, Tool: "t", ArgsDigest: "d", CallID: "c1", OnceOnly: true}
 	if got, err := s.GetApproval(ctx, "old1"); err != nil || got != want {
 		t.Fatalf("GetApproval = %+v, %v\nwant %+v", got, err, want)
 	}

@@ -124,9 +124,9 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 			return agent.Deny, fmt.Errorf("posting the approval prompt: %w", err)
 		}
 		ap, err = p.store.CreateApproval(ctx, session.Approval{
-			ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: a.requester,
-			Server: req.Hints.Server, Tool: req.Call.Name, ArgsDigest: ArgsDigest(json.RawMessage(req.Call.Arguments)),
-			CallID: req.Call.ID, Expires: expires, MessageTS: ts,
+			Prompt: session.Prompt{ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
+				Requester: a.requester, Server: req.Hints.Server, Expires: expires, MessageTS: ts},
+			Tool: req.Call.Name, ArgsDigest: ArgsDigest(json.RawMessage(req.Call.Arguments)), CallID: req.Call.ID,
 			AdminOnly: req.Hints.AdminOnly, OnceOnly: req.Hints.OnceOnly,
 		})
 		if err != nil {

@@ -176,7 +176,7 @@ func TestClosedBlocks(t *testing.T) {
 		{session.ApprovalExpired, nil, "Nobody answered in time"},
 	} {
 		t.Run(tt.state, func(t *testing.T) {
-			a := session.Approval{ID: "ab12", State: tt.state, DecidedBy: "UADMIN", DecidedAt: at}
+			a := session.Approval{Prompt: session.Prompt{ID: "ab12", State: tt.state, DecidedBy: "UADMIN", DecidedAt: at}}
 			if tt.state == session.ApprovalExpired {
 				a.DecidedBy = ""
 			}
@@ -268,8 +268,7 @@ func TestApproverResumesPendingPrompt(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	p := testPrompts(t, emu, store)
 	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: "1700000000.000100"}
-	ap, err := store.CreateApproval(context.Background(), session.Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
-		Requester: slackemu.UserAlice, Tool: "gh__create_issue", CallID: "call_1", Expires: time.Now().Add(1500 * time.Millisecond), MessageTS: "1700000001.000200"})
+	ap, err := store.CreateApproval(context.Background(), session.Approval{Prompt: session.Prompt{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: slackemu.UserAlice, Expires: time.Now().Add(1500 * time.Millisecond), MessageTS: "1700000001.000200"}, Tool: "gh__create_issue", CallID: "call_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,8 +307,7 @@ func TestApproverResumesAnsweredPrompt(t *testing.T) {
 	k := session.ThreadKey{Team: slackemu.TeamID, Channel: slackemu.ChannelGen, ThreadTS: "1700000000.000100"}
 	record := func(callID, state string) {
 		t.Helper()
-		ap, err := store.CreateApproval(ctx, session.Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
-			Requester: slackemu.UserAlice, Tool: "gh__create_issue", CallID: callID, Expires: time.Now().Add(time.Minute), MessageTS: "1700000001.000200"})
+		ap, err := store.CreateApproval(ctx, session.Approval{Prompt: session.Prompt{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: slackemu.UserAlice, Expires: time.Now().Add(time.Minute), MessageTS: "1700000001.000200"}, Tool: "gh__create_issue", CallID: callID})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,21 +21,21 @@ func TestStatusLines(t *testing.T) {
 	for _, tt := range []struct {
 		got, want string
 	}{
-		{statusLine(session.Approval{State: session.ApprovalAllowOnce, DecidedBy: "U1", DecidedAt: at}), ":white_check_mark: Allowed once by <@U1> at " + when + "."},
-		{statusLine(session.Approval{State: session.ApprovalAllowSession, DecidedBy: "U1", DecidedAt: at}), ":white_check_mark: Always allowed in this thread by <@U1> at " + when + "."},
-		{statusLine(session.Approval{State: session.ApprovalDeny, DecidedBy: "U1", DecidedAt: at}), ":no_entry_sign: Denied by <@U1> at " + when + "."},
-		{statusLine(session.Approval{State: session.ApprovalExpired, DecidedAt: at}), ":hourglass: Nobody answered in time; denied at " + when + "."},
-		{statusLine(session.Approval{State: session.ApprovalWithdrawn, DecidedBy: "U1", DecidedAt: at}), ":black_square_for_stop: Withdrawn: the answer was stopped by <@U1> at " + when + "."},
-		{statusLine(session.Approval{State: session.ApprovalWithdrawn, DecidedAt: at}), ":black_square_for_stop: Withdrawn: the answer was stopped at " + when + "."},
-		{statusLine(session.Approval{State: session.ApprovalPending}), "Pending."},
-		{questionStatus(session.Question{State: session.QuestionAccept, Mode: QuestionForm, DecidedBy: "U1", DecidedAt: at}), ":white_check_mark: Answered by <@U1> at " + when + "."},
-		{questionStatus(session.Question{State: session.QuestionAccept, Mode: QuestionURL, DecidedBy: "U1", DecidedAt: at}), ":white_check_mark: Done by <@U1> at " + when + "."},
-		{questionStatus(session.Question{State: session.QuestionDecline, DecidedBy: "U1", DecidedAt: at}), ":no_entry_sign: Declined by <@U1> at " + when + "."},
-		{questionStatus(session.Question{State: session.QuestionCancel, DecidedBy: "U1", DecidedAt: at}), ":heavy_multiplication_x: Cancelled by <@U1> at " + when + "."},
-		{questionStatus(session.Question{State: session.QuestionExpired, DecidedAt: at}), ":hourglass: Nobody answered in time; cancelled at " + when + "."},
-		{questionStatus(session.Question{State: session.QuestionWithdrawn, DecidedBy: "U1", DecidedAt: at}), ":black_square_for_stop: Withdrawn: the answer was stopped by <@U1> at " + when + "."},
-		{questionStatus(session.Question{State: session.QuestionWithdrawn, DecidedAt: at}), ":black_square_for_stop: Withdrawn at " + when + ": the request ended before anyone answered."},
-		{questionStatus(session.Question{State: session.QuestionPending}), "Pending."},
+		{statusLine(session.Approval{Prompt: session.Prompt{State: session.ApprovalAllowOnce, DecidedBy: "U1", DecidedAt: at}}), ":white_check_mark: Allowed once by <@U1> at " + when + "."},
+		{statusLine(session.Approval{Prompt: session.Prompt{State: session.ApprovalAllowSession, DecidedBy: "U1", DecidedAt: at}}), ":white_check_mark: Always allowed in this thread by <@U1> at " + when + "."},
+		{statusLine(session.Approval{Prompt: session.Prompt{State: session.ApprovalDeny, DecidedBy: "U1", DecidedAt: at}}), ":no_entry_sign: Denied by <@U1> at " + when + "."},
+		{statusLine(session.Approval{Prompt: session.Prompt{State: session.ApprovalExpired, DecidedAt: at}}), ":hourglass: Nobody answered in time; denied at " + when + "."},
+		{statusLine(session.Approval{Prompt: session.Prompt{State: session.ApprovalWithdrawn, DecidedBy: "U1", DecidedAt: at}}), ":black_square_for_stop: Withdrawn: the answer was stopped by <@U1> at " + when + "."},
+		{statusLine(session.Approval{Prompt: session.Prompt{State: session.ApprovalWithdrawn, DecidedAt: at}}), ":black_square_for_stop: Withdrawn: the answer was stopped at " + when + "."},
+		{statusLine(session.Approval{Prompt: session.Prompt{State: session.ApprovalPending}}), "Pending."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionAccept, DecidedBy: "U1", DecidedAt: at}, Mode: QuestionForm}), ":white_check_mark: Answered by <@U1> at " + when + "."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionAccept, DecidedBy: "U1", DecidedAt: at}, Mode: QuestionURL}), ":white_check_mark: Done by <@U1> at " + when + "."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionDecline, DecidedBy: "U1", DecidedAt: at}}), ":no_entry_sign: Declined by <@U1> at " + when + "."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionCancel, DecidedBy: "U1", DecidedAt: at}}), ":heavy_multiplication_x: Cancelled by <@U1> at " + when + "."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionExpired, DecidedAt: at}}), ":hourglass: Nobody answered in time; cancelled at " + when + "."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionWithdrawn, DecidedBy: "U1", DecidedAt: at}}), ":black_square_for_stop: Withdrawn: the answer was stopped by <@U1> at " + when + "."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionWithdrawn, DecidedAt: at}}), ":black_square_for_stop: Withdrawn at " + when + ": the request ended before anyone answered."},
+		{questionStatus(session.Question{Prompt: session.Prompt{State: session.QuestionPending}}), "Pending."},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("status\n got %q\nwant %q", tt.got, tt.want)
@@ -61,15 +61,15 @@ func TestWithdraw(t *testing.T) {
 	other := k
 	other.ThreadTS = "1700000000.000200"
 	expires := time.Now().Add(time.Minute)
-	ap, err := store.CreateApproval(ctx, session.Approval{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Tool: "t", Expires: expires})
+	ap, err := store.CreateApproval(ctx, session.Approval{Prompt: session.Prompt{Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Expires: expires}, Tool: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := store.CreateQuestion(ctx, session.Question{ID: session.NewApprovalID(), Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Mode: QuestionForm, Expires: expires})
+	q, err := store.CreateQuestion(ctx, session.Question{Prompt: session.Prompt{ID: session.NewApprovalID(), Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Expires: expires}, Mode: QuestionForm})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, err := store.CreateApproval(ctx, session.Approval{Team: other.Team, Channel: other.Channel, ThreadTS: other.ThreadTS, Requester: "U1", Tool: "t", Expires: expires})
+	kept, err := store.CreateApproval(ctx, session.Approval{Prompt: session.Prompt{Team: other.Team, Channel: other.Channel, ThreadTS: other.ThreadTS, Requester: "U1", Expires: expires}, Tool: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

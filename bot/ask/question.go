@@ -166,8 +166,9 @@ func (p *Prompts) Ask(ctx context.Context, q Question) (Answer, error) {
 			return cancelled, fmt.Errorf("sending the link: %w", err)
 		}
 	}
-	rec, err := p.store.CreateQuestion(ctx, session.Question{ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
-		Requester: q.User, Server: q.Server, Mode: q.Mode, Spec: spec, Expires: expires, MessageTS: ts})
+	rec, err := p.store.CreateQuestion(ctx, session.Question{Prompt: session.Prompt{ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
+		Requester: q.User, Server: q.Server, Expires: expires, MessageTS: ts},
+		Mode: q.Mode, Spec: spec})
 	if err != nil {
 		log.Error("bot: storing a question failed; cancelling it", "err", err)
 		p.update(ctx, k.Team, k.Channel, ts, questionFallback(q), questionClosed(q, ":x: This question could not be recorded, so it was cancelled.", ""))
