@@ -43,18 +43,8 @@ func (c *toolCalls) note(ev agent.Event) {
 	if ev.Call.ID == "" {
 		return
 	}
-	var status slack.TaskCardStatus
-	switch ev.Kind {
-	case agent.EventApprovalNeeded:
-		status = slack.TaskCardStatusPending
-	case agent.EventToolStarted:
-		status = slack.TaskCardStatusInProgress
-	case agent.EventToolFinished:
-		status = slack.TaskCardStatusComplete
-		if ev.IsError {
-			status = slack.TaskCardStatusError
-		}
-	default:
+	status, ok := taskStatus(ev)
+	if !ok {
 		return
 	}
 	for i := range c.list {

@@ -29,24 +29,31 @@ const (
 	maxTaskOutput  = 50
 )
 
+// taskStatus is the task card status a tool event moves its call to;
+// ok is false for events that are not a tool call's progress.
+func taskStatus(ev agent.Event) (status slack.TaskCardStatus, ok bool) {
+	switch ev.Kind {
+	case agent.EventApprovalNeeded:
+		return slack.TaskCardStatusPending, true
+	case agent.EventToolStarted:
+		return slack.TaskCardStatusInProgress, true
+	case agent.EventToolFinished:
+		if ev.IsError {
+			return slack.TaskCardStatusError, true
+		}
+		return slack.TaskCardStatusComplete, true
+	}
+	return "", false
+}
+
 // taskProgress queues the task card update of a tool event for a native
 // stream; sources are a completed call's links. r.mu is held.
 func (r *Reply) taskProgress(ev agent.Event, sources []slack.TaskCardSource) {
 	if !r.native || ev.Call.ID == "" {
 		return
 	}
-	var status slack.TaskCardStatus
-	switch ev.Kind {
-	case agent.EventApprovalNeeded:
-		status = slack.TaskCardStatusPending
-	case agent.EventToolStarted:
-		status = slack.TaskCardStatusInProgress
-	case agent.EventToolFinished:
-		status = slack.TaskCardStatusComplete
-		if ev.IsError {
-			status = slack.TaskCardStatusError
-		}
-	default:
+	status, ok := taskStatus(ev)
+	if !ok {
 		return
 	}
 	if r.taskIDs == nil {
