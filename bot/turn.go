@@ -300,11 +300,12 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		Model:       tp.model, MaxTokens: tp.maxTokens(), Provider: tp.provider, ProviderName: tp.provName,
 		Budget: b.budgetFor(k, who, tp),
 	})
-	endTurnSpan(span, res, runErr)
 	endTurn()
 
-	// The final text must arrive even when the turn was cancelled.
-	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	// The final text must arrive even when the turn was cancelled. Its
+	// delivery is part of the turn's trace (a budget wait of the final
+	// edit is a child of invoke_agent), so the span ends after it.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(turnCtx), 2*time.Minute)
 	defer fcancel()
 	r.Close()
 	loop.Wait()
@@ -333,6 +334,7 @@ func (b *Bot) driveTurn(ctx context.Context, lease *session.Lease, meta session.
 		footer = failureFooter(runErr)
 	}
 	r.Finish(fctx, res.Text, footer)
+	endTurnSpan(span, res, runErr)
 	sign.done()
 
 	mu.Lock()

@@ -146,6 +146,28 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 			t.Errorf("budget wait span attributes %v", attrs)
 		}
 	}
+	// The final edit is part of the turn too: the edits before it spent
+	// the budget, so it waits, and its wait is under the turn like the
+	// interim edits'.
+	finalWait := false
+	for _, s := range recv.spans {
+		if s.Name != "slack.budget_wait" {
+			continue
+		}
+		attrs := map[string]string{}
+		for _, a := range s.Attributes {
+			attrs[a.Key] = a.Value.GetStringValue()
+		}
+		if attrs["slack.priority"] == "must" {
+			finalWait = true
+			if string(s.ParentSpanId) != string(turn.SpanId) {
+				t.Error("a must-deliver budget wait (the final edit) is not a child of the turn span")
+			}
+		}
+	}
+	if !finalWait {
+		t.Error("no must-deliver budget wait under the turn: the final edit's wait is missing from the trace")
+	}
 	// The turn's log lines carry its trace id.
 	if !strings.Contains(logs.String(), `"trace_id":"`) {
 		t.Error("no log line carries the trace id")
