@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"image"
 	"image/color"
@@ -77,9 +79,24 @@ func jsonRows(n int) string {
 // linked resource is read from the server and uploaded, the model is told
 // what was shared and never gets the bytes, a file over
 // TOOL_FILE_MAX_BYTES becomes a note to the person and the model, and
-// Slack answers no call with 429.
+// Slack answers no call with 429. It runs with each provider (the OpenAI
+// and the Anthropic protocol of the model emulator).
 func TestToolFilesUploadedIntoThread(t *testing.T) {
-	emu := slackemu.New(slackemu.Options{})
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) { testToolFiles(t, provider) })
+	}
+}
+
+func testToolFiles(t *testing.T, provider string) {
+	// A workspace of its own: what the bot keeps in Redis per workspace
+	// (the Slack rate budgets above all) is this run's, not the other
+	// provider's or another test's.
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	team := "T" + strings.ToUpper(hex.EncodeToString(rnd[:]))
+	teams := slackemu.DefaultTeams()
+	teams[0].ID = team
+	emu := slackemu.New(slackemu.Options{Teams: teams})
 	defer emu.Close()
 
 	var csv bytes.Buffer
@@ -106,9 +123,14 @@ func TestToolFilesUploadedIntoThread(t *testing.T) {
 
 	llm := llmemu.New(llmemu.Options{TokenInterval: time.Millisecond})
 	defer llm.Close()
+	// The answer after a tool is short and ends with a mark ask waits for,
+	// so every turn is over when the test stops the bot: an echo of
+	// rows2000's 32 KB result streamed for seconds, was cut by the stop and
+	// handed over, and the next test's bot on the same Redis resumed it.
 	llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
 		if last := r.LastMessage(); last.Role == "tool" {
-			return llmemu.Reply{Text: "Tools said: " + last.Text}
+			said := []rune(last.Text)
+			return llmemu.Reply{Text: "Tools said: " + string(said[:min(40, len(said))]) + " (end)"}
 		}
 		text := r.LastUserText()
 		if i := strings.Index(text, "call "); i >= 0 {
@@ -117,7 +139,7 @@ func TestToolFilesUploadedIntoThread(t *testing.T) {
 		return llmemu.Reply{Text: "A plain answer."}
 	})
 
-	_, wait, stop := startMCPRun(t, emu, mcpEnv(t, emu, llm, cfgPath, map[string]string{"TOOL_FILE_MAX_BYTES": "512000"}))
+	_, wait, stop := startMCPRun(t, emu, mcpEnv(t, emu, llm, cfgPath, providerEnv(llm, provider, map[string]string{"TOOL_FILE_MAX_BYTES": "512000"})))
 	defer stop()
 
 	// ask runs one tool in a DM (a trusted server's read-only tool runs
@@ -125,14 +147,14 @@ func TestToolFilesUploadedIntoThread(t *testing.T) {
 	// the model got.
 	ask := func(tool string) (thread, result string) {
 		t.Helper()
-		p, err := emu.Post(slackemu.UserPost{Team: slackemu.TeamID, Channel: slackemu.DMAlice, User: slackemu.UserAlice,
+		p, err := emu.Post(slackemu.UserPost{Team: team, Channel: slackemu.DMAlice, User: slackemu.UserAlice,
 			Text: "call " + srvName + "__" + tool})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wait("the answer to "+tool, func() bool {
 			for _, m := range emu.BotReplies(slackemu.DMAlice, p.TS) {
-				if strings.Contains(m.Text, "Tools said:") {
+				if strings.Contains(m.Text, "Tools said:") && strings.Contains(m.Text, "(end)") {
 					return true
 				}
 			}
@@ -241,4 +263,18 @@ func TestToolFilesUploadedIntoThread(t *testing.T) {
 	if rl := emu.RateLimited(); len(rl) != 0 {
 		t.Errorf("Slack rate-limited calls: %v", rl)
 	}
+	for _, r := range llm.Requests() {
+		if r.Protocol != llmemu.Protocol(provider) {
+			t.Fatalf("a model request spoke %s, want %s", r.Protocol, provider)
+		}
+	}
+}
+
+// providerEnv adds to extra the model settings of provider (openai or
+// anthropic) against llm, for mcpEnv.
+func providerEnv(llm *llmemu.Server, provider string, extra map[string]string) map[string]string {
+	if provider == "anthropic" {
+		extra["LLM_PROVIDER"], extra["LLM_BASE_URL"], extra["LLM_MODEL"] = "anthropic", llm.URL(), "claude-sonnet-4-5"
+	}
+	return extra
 }
