@@ -242,7 +242,7 @@ type prompt struct {
 	risk      string
 	args      string // escaped, truncated pretty JSON
 	truncated bool
-	// adminOnly and onceOnly come from the tool policy (policy.go).
+	// adminOnly and onceOnly come from the tool policy (agent.Hints, set by mcp).
 	adminOnly, onceOnly bool
 	// hidden: the tool's results are private, so are its arguments.
 	hidden bool

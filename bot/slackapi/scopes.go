@@ -64,7 +64,7 @@ var webMethods = []WebMethod{
 	{"files.completeUploadExternal", []string{"CompleteUploadExternalContext"}, []string{"files:write"}},
 	// The App Home tab (bot/admin): Tier 4, no scope.
 	{"views.publish", []string{"PublishView", "PublishViewContext"}, nil},
-	// Members of user groups that scope MCP servers (access.go).
+	// Members of user groups that scope MCP servers (bot/people).
 	{"usergroups.users.list", []string{"GetUserGroupMembers", "GetUserGroupMembersContext"}, []string{"usergroups:read"}},
 	// slack_search (bot/search.go): its scope, search:read.public, is
 	// optional (optionalBotScopes, manifest bot_optional): without it the
