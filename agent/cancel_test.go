@@ -95,16 +95,24 @@ func TestCancelMidTool(t *testing.T) {
 	}
 }
 
-func TestCancelWhileAwaitingApproval(t *testing.T) {
-	asked := make(chan struct{})
-	ap := &approverFunc{fn: func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
+// awaitingApproval is a turn whose model asks for two calls of a tool
+// that needs approval; the approver blocks until its context ends and
+// closes asked when it is asked.
+func awaitingApproval(t *testing.T) (asked chan struct{}, ap *approverFunc, tool *fakeTool, h []provider.Message, e *turnEnv) {
+	asked = make(chan struct{})
+	ap = &approverFunc{fn: func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
 		close(asked)
 		<-ctx.Done()
 		return Deny, ctx.Err()
 	}}
-	tool := echoTool("t")
-	h := []provider.Message{user("x")}
-	e := newEnv(t, Options{}, h, pt.ToolCalls(pt.Call("1", "t", `{}`), pt.Call("2", "t", `{"q":"b"}`)))
+	tool = echoTool("t")
+	h = []provider.Message{user("x")}
+	e = newEnv(t, Options{}, h, pt.ToolCalls(pt.Call("1", "t", `{}`), pt.Call("2", "t", `{"q":"b"}`)))
+	return asked, ap, tool, h, e
+}
+
+func TestCancelWhileAwaitingApproval(t *testing.T) {
+	asked, ap, tool, h, e := awaitingApproval(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		<-asked
@@ -167,15 +175,7 @@ func TestResume(t *testing.T) {
 // other undecided calls, without a result; the next holder resumes from
 // the transcript, asks again (or finds the person's answer) and runs them.
 func TestHandOverWhileAwaitingApproval(t *testing.T) {
-	asked := make(chan struct{})
-	ap := &approverFunc{fn: func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
-		close(asked)
-		<-ctx.Done()
-		return Deny, ctx.Err()
-	}}
-	tool := echoTool("t")
-	h := []provider.Message{user("x")}
-	e := newEnv(t, Options{}, h, pt.ToolCalls(pt.Call("1", "t", `{}`), pt.Call("2", "t", `{"q":"b"}`)))
+	asked, ap, tool, h, e := awaitingApproval(t)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	go func() {
 		<-asked

@@ -54,18 +54,7 @@ profiles:
 			}
 			return false
 		})
-		var by *replica
-		rs.waitFor("the turn of "+marker+" done", func() bool {
-			for _, r := range rs.reps {
-				for _, line := range strings.Split(r.logs.String(), "\n") {
-					if strings.Contains(line, "bot: turn done") && strings.Contains(line, ts) {
-						by = r
-						return true
-					}
-				}
-			}
-			return false
-		})
+		by := rs.ranTurn(ts)
 		return by, req
 	}
 
