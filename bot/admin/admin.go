@@ -150,21 +150,9 @@ type Options struct {
 // Admin is administration from Slack: /bobbin, the add-server form and
 // the App Home.
 type Admin struct {
-	api      *slackapi.Client
-	mcp      MCP
-	store    Store
-	people   People
-	audit    func(ctx context.Context, team string, fields map[string]string)
-	access   func(ctx context.Context, team, channel, user string) access.Access
-	blocks   func(head, server, link string, expires time.Time, extra string) []slack.Block
-	remember func(ctx context.Context, team, server, user, channel, thread string, until time.Time)
-	profiles *profile.Config
-	model    string
-	profile  func(ctx context.Context, team, channel string) (*profile.Profile, profile.Source)
-	jobs     *jobs.Runner
-	httpc    *http.Client
-	log      *slog.Logger
-	now      func() time.Time
+	// o are the options, with New's defaults filled in.
+	o   Options
+	log *slog.Logger
 }
 
 // New builds an Admin. It panics when a required option is missing (a
@@ -173,41 +161,40 @@ func New(o Options) *Admin {
 	if o.API == nil || o.Store == nil || o.People == nil || o.Jobs == nil {
 		panic("admin: API, Store, People and Jobs are required")
 	}
-	a := &Admin{api: o.API, mcp: o.MCP, store: o.Store, people: o.People, audit: o.Audit, access: o.Access,
-		blocks: o.ConnectBlocks, remember: o.RememberConnect, profiles: o.Profiles, model: o.Model, profile: o.Profile,
-		jobs: o.Jobs, httpc: o.HTTPClient, log: o.Logger, now: o.Now}
-	if a.audit == nil {
-		a.audit = func(context.Context, string, map[string]string) {}
+	if o.Audit == nil {
+		o.Audit = func(context.Context, string, map[string]string) {}
 	}
-	if a.access == nil {
-		a.access = func(_ context.Context, team, channel, _ string) access.Access {
+	if o.Access == nil {
+		o.Access = func(_ context.Context, team, channel, _ string) access.Access {
 			return access.Access{Team: team, Channel: channel}
 		}
 	}
-	if a.blocks == nil {
-		a.blocks = func(head, _, _ string, _ time.Time, _ string) []slack.Block {
+	if o.ConnectBlocks == nil {
+		o.ConnectBlocks = func(head, _, _ string, _ time.Time, _ string) []slack.Block {
 			return []slack.Block{slack.NewSectionBlock(mdText(head), nil, nil)}
 		}
 	}
-	if a.remember == nil {
-		a.remember = func(context.Context, string, string, string, string, string, time.Time) {}
+	if o.RememberConnect == nil {
+		o.RememberConnect = func(context.Context, string, string, string, string, string, time.Time) {}
 	}
-	if a.profile == nil {
-		a.profile = func(_ context.Context, _, channel string) (*profile.Profile, profile.Source) {
-			if a.profiles == nil {
+	if o.Profile == nil {
+		profiles := o.Profiles
+		o.Profile = func(_ context.Context, _, channel string) (*profile.Profile, profile.Source) {
+			if profiles == nil {
 				return nil, profile.SourceNone
 			}
-			return a.profiles.Resolve(channel, len(channel) > 0 && channel[0] == 'D', "")
+			return profiles.Resolve(channel, len(channel) > 0 && channel[0] == 'D', "")
 		}
 	}
-	if a.httpc == nil {
-		a.httpc = &http.Client{Timeout: 10 * time.Second}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if a.now == nil {
-		a.now = time.Now
+	if o.Now == nil {
+		o.Now = time.Now
 	}
+	a := &Admin{o: o, log: o.Logger}
 	return a
 }

@@ -401,7 +401,7 @@ func (a *Admin) Slash(ctx context.Context, sc slack.SlashCommand) any {
 	}
 	to := Target{ResponseURL: sc.ResponseURL, Channel: sc.ChannelID, User: sc.UserID, Team: sc.TeamID}
 	team, user := sc.TeamID, sc.UserID
-	who := a.people.Standing(ctx, team, user, "")
+	who := a.o.People.Standing(ctx, team, user, "")
 	switch cmd.Op {
 	case opList, opTools, opConnect, opDiscon:
 		if !who.MayUse {
@@ -409,7 +409,7 @@ func (a *Admin) Slash(ctx context.Context, sc slack.SlashCommand) any {
 		}
 	default:
 		if !who.Admin {
-			a.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": cmd.Op, "server": cmd.Name})
+			a.o.Audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": cmd.Op, "server": cmd.Name})
 			if who.Unchecked {
 				return ephemeralAck(noRightsText(who))
 			}
@@ -417,7 +417,7 @@ func (a *Admin) Slash(ctx context.Context, sc slack.SlashCommand) any {
 		}
 	}
 	if cmd.Op == opAudit {
-		entries, err := a.store.RecentAudit(ctx, team, auditLimit)
+		entries, err := a.o.Store.RecentAudit(ctx, team, auditLimit)
 		if err != nil {
 			a.log.Warn("bot: reading the audit log failed", "team", team, "err", err)
 			return ephemeralAck("I couldn't read the audit log just now. Please try again in a moment.")
@@ -427,7 +427,7 @@ func (a *Admin) Slash(ctx context.Context, sc slack.SlashCommand) any {
 	if cmd.Op == opFeedback {
 		return a.answer(ctx, to, a.feedbackReport(ctx, team)) // feedback.go
 	}
-	if a.mcp == nil {
+	if a.o.MCP == nil {
 		return ephemeralAck("MCP servers are not enabled on this bot.")
 	}
 	switch cmd.Op {
@@ -455,7 +455,7 @@ func (a *Admin) Slash(ctx context.Context, sc slack.SlashCommand) any {
 		if cmd.Preset == servers.PresetSlack {
 			return a.addSlack(ctx, to, team, user, cmd.URL) // mcp_slack.go
 		}
-		if err := a.mcp.ValidateURL(cmd.URL); err != nil {
+		if err := a.o.MCP.ValidateURL(cmd.URL); err != nil {
 			return ephemeralAck(mrkdwn.EscapeText("That URL can't be registered: "+err.Error()+".") + " Use an `https://` URL of an MCP server.")
 		}
 		hs := headerMap(cmd.Headers)
@@ -513,7 +513,7 @@ func (a *Admin) respond(ctx context.Context, to Target, text string) {
 	if len(parts) > 5 {
 		parts = append(parts[:4], mrkdwn.Truncate(parts[4], replyChunk-40)+"\n_(more not shown)_")
 	}
-	hc := a.httpc
+	hc := a.o.HTTPClient
 	for _, p := range parts {
 		if to.ResponseURL != "" {
 			// p is the bot's own mrkdwn (its callers escape what they quote).
@@ -526,7 +526,7 @@ func (a *Admin) respond(ctx context.Context, to Target, text string) {
 		if to.Channel == "" || to.User == "" {
 			continue
 		}
-		if err := a.api.Ephemeral(ctx, to.Team, to.Channel, to.User, slackapi.Msg{Text: mrkdwn.Text(p)}); err != nil {
+		if err := a.o.API.Ephemeral(ctx, to.Team, to.Channel, to.User, slackapi.Msg{Text: mrkdwn.Text(p)}); err != nil {
 			a.log.Warn("bot: slash command answer not delivered", "err", err)
 		}
 	}

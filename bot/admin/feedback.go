@@ -42,7 +42,7 @@ const (
 // days and the threads with the most 👎, with links and reasons (escaped:
 // reasons are people's text).
 func (a *Admin) feedbackReport(ctx context.Context, team string) string {
-	votes, err := a.store.VotesSince(ctx, team, time.Now().Add(-feedbackWindow))
+	votes, err := a.o.Store.VotesSince(ctx, team, time.Now().Add(-feedbackWindow))
 	if err != nil {
 		a.log.Warn("bot: reading feedback votes failed", "team", team, "err", err)
 		return "I couldn't read the feedback just now. Please try again in a moment."

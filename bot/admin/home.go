@@ -60,19 +60,19 @@ func (a *Admin) PublishHome(ctx context.Context, team, user string) {
 	}
 	var st []servers.Status
 	ma := a.auth()
-	ss, scoped := a.mcp.(ScopedStatus)
+	ss, scoped := a.o.MCP.(ScopedStatus)
 	switch {
 	case ma != nil && scoped: // with the person's verdicts: no Connect for a server they may not use
-		acc := a.access(ctx, team, "", user)
+		acc := a.o.Access(ctx, team, "", user)
 		acc.AnyPlace = true
 		st = ss.StatusAt(ctx, acc)
 	case ma != nil:
 		st = ma.StatusFor(ctx, team, user)
-	case a.mcp != nil:
-		st = a.mcp.Status(ctx, team)
+	case a.o.MCP != nil:
+		st = a.o.MCP.Status(ctx, team)
 	}
 	a.fillPolicies(ctx, team, st) // policy.go
-	admin := a.people.Standing(ctx, team, user, "").Admin
+	admin := a.o.People.Standing(ctx, team, user, "").Admin
 	var needs, mine []homeEntry
 	for _, x := range st {
 		o := x.OAuth
@@ -96,7 +96,7 @@ func (a *Admin) PublishHome(ctx context.Context, team, user string) {
 		}
 	}
 	view := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: homeBlocks(st, needs, mine, a.homeProfileLine())}}
-	err := a.api.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ViewsPublish}, func(ctx context.Context, api *slack.Client) error {
+	err := a.o.API.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ViewsPublish}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
 		return err
 	})
@@ -250,10 +250,10 @@ func (a *Admin) Action(ctx context.Context, cb slack.InteractionCallback, act *s
 		return
 	}
 	team, user := cmp.Or(cb.Team.ID, cb.User.TeamID), cb.User.ID
-	if !a.people.Standing(ctx, team, user, cb.User.TeamID).MayUse {
+	if !a.o.People.Standing(ctx, team, user, cb.User.TeamID).MayUse {
 		return
 	}
-	a.jobs.Go(ctx, "a Home button", func(jctx context.Context) {
+	a.o.Jobs.Go(ctx, "a Home button", func(jctx context.Context) {
 		// On success mcpDisconnect publishes the Home again.
 		if msg := a.mcpDisconnect(jctx, team, user, server); !strings.Contains(msg, "is removed") {
 			// Refused or failed: say why where the person is.
@@ -266,7 +266,7 @@ func (a *Admin) Action(ctx context.Context, cb slack.InteractionCallback, act *s
 // dm posts text in the person's direct messages with the bot.
 func (a *Admin) dm(ctx context.Context, team, user, text string) {
 	// text is the bot's own mrkdwn (its callers escape what they quote).
-	if err := a.api.DM(ctx, team, user, slackapi.Msg{Text: mrkdwn.Text(text)}); err != nil {
+	if err := a.o.API.DM(ctx, team, user, slackapi.Msg{Text: mrkdwn.Text(text)}); err != nil {
 		a.log.Info("bot: direct message not delivered", "team", team, "err", err)
 	}
 }

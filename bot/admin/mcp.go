@@ -55,12 +55,12 @@ func hintWords(h agent.Hints) string {
 // states (the workspace's, or theirs).
 func (a *Admin) mcpList(ctx context.Context, team, channel, user string) string {
 	var st []servers.Status
-	if ss, ok := a.mcp.(ScopedStatus); ok {
-		st = ss.StatusAt(ctx, a.access(ctx, team, channel, user))
+	if ss, ok := a.o.MCP.(ScopedStatus); ok {
+		st = ss.StatusAt(ctx, a.o.Access(ctx, team, channel, user))
 	} else if ma := a.auth(); ma != nil {
 		st = ma.StatusFor(ctx, team, user)
 	} else {
-		st = a.mcp.Status(ctx, team)
+		st = a.o.MCP.Status(ctx, team)
 	}
 	if len(st) == 0 {
 		return "No MCP servers are set up in this workspace. An admin can add one with `/bobbin mcp add`."
@@ -127,7 +127,7 @@ func codeList(names []string) string {
 
 // mcpTools answers /bobbin mcp tools <name>.
 func (a *Admin) mcpTools(ctx context.Context, team, name string) string {
-	tools, err := a.mcp.ServerTools(ctx, team, name)
+	tools, err := a.o.MCP.ServerTools(ctx, team, name)
 	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
@@ -168,21 +168,21 @@ func formatTools(tools []servers.ToolInfo, descLimit int, withSchema bool) strin
 
 // mcpApprove answers /bobbin mcp approve <name>.
 func (a *Admin) mcpApprove(ctx context.Context, team, user, name string) string {
-	tools, err := a.mcp.Approve(ctx, team, name)
+	tools, err := a.o.MCP.Approve(ctx, team, name)
 	if errors.Is(err, servers.ErrUnknownServer) {
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
 	if err != nil {
 		return mrkdwn.EscapeText(fmt.Sprintf("I couldn't approve %s: %v.", name, err)) + " Check `/bobbin mcp list` for its state, then try again."
 	}
-	a.audit(ctx, team, map[string]string{"event": auditMCPApprove, "by": user, "server": name, "outcome": strconv.Itoa(len(tools)) + " tools"})
+	a.o.Audit(ctx, team, map[string]string{"event": auditMCPApprove, "by": user, "server": name, "outcome": strconv.Itoa(len(tools)) + " tools"})
 	return fmt.Sprintf("*Approved the current definitions of `%s`*: its %d tools are enabled as defined below. Calls still ask for approval in the thread.\n", mrkdwn.InlineCode(name), len(tools)) +
 		formatTools(tools, 1000, true)
 }
 
 // mcpRemove answers /bobbin mcp remove <name>.
 func (a *Admin) mcpRemove(ctx context.Context, team, user, name string) string {
-	err := a.mcp.Unregister(ctx, team, name)
+	err := a.o.MCP.Unregister(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
 		return fmt.Sprintf("No server named `%s` was registered from Slack in this workspace. (Servers from the operator's configuration can only be removed there.) See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
 	}
@@ -191,7 +191,7 @@ func (a *Admin) mcpRemove(ctx context.Context, team, user, name string) string {
 		return "I couldn't remove it just now. Please try again in a moment."
 	}
 	a.forgetConnections(ctx, team, name)
-	a.audit(ctx, team, map[string]string{"event": auditMCPRemove, "by": user, "server": name})
+	a.o.Audit(ctx, team, map[string]string{"event": auditMCPRemove, "by": user, "server": name})
 	return fmt.Sprintf("Removed `%s`. Its tools are no longer offered in this workspace.", mrkdwn.InlineCode(name))
 }
 
@@ -203,7 +203,7 @@ func (a *Admin) mcpAdd(ctx context.Context, to Target, team, user, name, url str
 	if msg := a.nameTaken(ctx, team, name); msg != "" {
 		return reply{text: msg}
 	}
-	tools, err := a.mcp.Probe(ctx, name, url, headers)
+	tools, err := a.o.MCP.Probe(ctx, name, url, headers)
 	switch {
 	case errors.Is(err, servers.ErrOAuthUnavailable):
 		return reply{text: noPublicURL(name, url)}
@@ -230,7 +230,7 @@ func (a *Admin) mcpAdd(ctx context.Context, to Target, team, user, name, url str
 		return reply{text: msg}
 	}
 	headerNames := slices.Sorted(maps.Keys(headers))
-	a.audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
+	a.o.Audit(ctx, team, map[string]string{"event": auditMCPAdd, "by": user, "server": name, "url": publicURL(url),
 		"outcome": strconv.Itoa(len(tools)) + " tools", "headers": strings.Join(headerNames, ",")})
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Registered `%s`* at %s with %d tools", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), len(tools))
@@ -245,7 +245,7 @@ func (a *Admin) mcpAdd(ctx context.Context, to Target, team, user, name, url str
 // nameTaken is "" when no server of that name is registered from Slack,
 // else what to tell the admin.
 func (a *Admin) nameTaken(ctx context.Context, team, name string) string {
-	err := a.mcp.Registered(ctx, team, name)
+	err := a.o.MCP.Registered(ctx, team, name)
 	switch {
 	case err == nil:
 		return fmt.Sprintf("A server named `%s` is already registered. Remove it first with `/bobbin mcp remove %s`, or pick another name.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(name))
@@ -266,7 +266,7 @@ func noPublicURL(name, url string) string {
 // it); it returns "" or what to tell the admin.
 func (a *Admin) saveRegistration(ctx context.Context, team string, reg servers.Registration) string {
 	name := reg.Name
-	if err := a.mcp.Register(ctx, team, reg); err != nil {
+	if err := a.o.MCP.Register(ctx, team, reg); err != nil {
 		a.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		if errors.Is(err, session.ErrNoSecretKey) {
 			return "I can't store secret headers: the bot has no SECRET_KEY. Ask the operator to set one, or register the server without headers."
@@ -350,7 +350,7 @@ func (a *Admin) openAddModal(ctx context.Context, sc slack.SlashCommand, to Targ
 	if len(meta) > 3000 {
 		meta, _ = json.Marshal(Target{Channel: to.Channel, User: to.User, Team: to.Team})
 	}
-	err := a.api.Do(ctx, slackapi.Call{Team: sc.TeamID, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
+	err := a.o.API.Do(ctx, slackapi.Call{Team: sc.TeamID, Method: slackapi.ViewsOpen}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.OpenViewContext(ctx, sc.TriggerID, addModal(string(meta)))
 		return err
 	})
@@ -366,15 +366,15 @@ func (a *Admin) openAddModal(ctx context.Context, sc slack.SlashCommand, to Targ
 // ephemeral message where the command was typed.
 func (a *Admin) Submit(ctx context.Context, cb slack.InteractionCallback) any {
 	team, user := cb.Team.ID, cb.User.ID
-	if who := a.people.Standing(ctx, team, user, cb.User.TeamID); !who.Admin {
-		a.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": opAdd})
+	if who := a.o.People.Standing(ctx, team, user, cb.User.TeamID); !who.Admin {
+		a.o.Audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": opAdd})
 		msg := "Only workspace admins can add MCP servers."
 		if who.Unchecked {
 			msg = "I couldn't check your account just now. Please try again."
 		}
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockMCPName: msg})
 	}
-	if a.mcp == nil {
+	if a.o.MCP == nil {
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{blockMCPName: "MCP servers are not enabled on this bot."})
 	}
 	value := func(block, action string) string {
@@ -387,12 +387,12 @@ func (a *Admin) Submit(ctx context.Context, cb slack.InteractionCallback) any {
 	errs := map[string]string{}
 	if err := checkServerName(name); err != nil {
 		errs[blockMCPName] = "Use 1 to 32 letters, digits, - or _."
-	} else if err := a.mcp.Registered(ctx, team, name); err == nil {
+	} else if err := a.o.MCP.Registered(ctx, team, name); err == nil {
 		errs[blockMCPName] = "A server with this name is already registered. Pick another name or remove it first."
 	}
 	u, err := checkURLShape(rawURL)
 	if err == nil {
-		err = a.mcp.ValidateURL(u)
+		err = a.o.MCP.ValidateURL(u)
 	}
 	if err != nil {
 		var ue usageError

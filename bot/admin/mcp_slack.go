@@ -27,7 +27,7 @@ type SlackPreset interface {
 // registration names it, the credentials stay in the bot's
 // configuration).
 func (a *Admin) addSlack(ctx context.Context, to Target, team, user, url string) any {
-	sp, ok := a.mcp.(SlackPreset)
+	sp, ok := a.o.MCP.(SlackPreset)
 	if !ok {
 		return ephemeralAck("Slack's MCP server is not available as a preset on this bot.")
 	}
@@ -37,7 +37,7 @@ func (a *Admin) addSlack(ctx context.Context, to Target, team, user, url string)
 			"Ask them to set it (the app's Basic Information → App Credentials), then run `/bobbin mcp add slack` again.", mrkdwn.EscapeText(strings.Join(missing, " and "))))
 	}
 	url = cmp.Or(url, def)
-	if err := a.mcp.ValidateURL(url); err != nil {
+	if err := a.o.MCP.ValidateURL(url); err != nil {
 		return ephemeralAck(mrkdwn.EscapeText("That URL can't be registered: "+err.Error()+".") + " Use the `https://` URL of Slack's MCP server, or leave it out.")
 	}
 	return a.laterReply(ctx, to, "Connecting to Slack's MCP server…", func(ctx context.Context) reply {
@@ -52,7 +52,7 @@ func (a *Admin) mcpAddSlack(ctx context.Context, to Target, team, user, url stri
 	if msg := a.nameTaken(ctx, team, name); msg != "" {
 		return reply{text: msg}
 	}
-	_, err := a.mcp.Probe(ctx, name, url, nil)
+	_, err := a.o.MCP.Probe(ctx, name, url, nil)
 	switch {
 	case errors.Is(err, servers.ErrOAuthUnavailable):
 		return reply{text: noPublicURL(name, url)}

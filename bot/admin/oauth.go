@@ -56,7 +56,7 @@ const (
 
 // auth is the MCP manager's OAuth side (nil without it).
 func (a *Admin) auth() Auth {
-	au, _ := a.mcp.(Auth)
+	au, _ := a.o.MCP.(Auth)
 	return au
 }
 
@@ -79,7 +79,7 @@ func (a *Admin) ephemeralIn(ctx context.Context, team, channel, thread, user, te
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
-	return a.api.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
+	return a.o.API.Do(ctx, slackapi.Call{Team: team, Method: slackapi.ChatPostEphemeral}, func(ctx context.Context, api *slack.Client) error {
 		_, err := api.PostEphemeralContext(ctx, channel, user, opts...)
 		return err
 	})
@@ -94,7 +94,7 @@ type reply struct {
 // laterReply runs job after the ack and sends its answer, which may carry
 // blocks (a Connect button), to the person. Run waits for it on shutdown.
 func (a *Admin) laterReply(ctx context.Context, to Target, ack string, job func(ctx context.Context) reply) any {
-	a.jobs.Go(ctx, "a slash command", func(jctx context.Context) {
+	a.o.Jobs.Go(ctx, "a slash command", func(jctx context.Context) {
 		r := job(jctx)
 		if len(r.blocks) == 0 {
 			a.respond(jctx, to, r.text)
@@ -112,7 +112,7 @@ func (a *Admin) laterReply(ctx context.Context, to Target, ack string, job func(
 // response_url, else with chat.postEphemeral.
 func (a *Admin) respondBlocks(ctx context.Context, to Target, r reply) {
 	if to.ResponseURL != "" {
-		hc := a.httpc
+		hc := a.o.HTTPClient
 		msg := &slack.WebhookMessage{ResponseType: "ephemeral", Text: r.text, Blocks: &slack.Blocks{BlockSet: r.blocks}}
 		if err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, hc, msg); err == nil {
 			return
@@ -144,7 +144,7 @@ func (a *Admin) mcpConnect(ctx context.Context, to Target, team, user, name stri
 		return reply{text: fmt.Sprintf("`%s` doesn't use OAuth: there is nothing to connect.", mrkdwn.InlineCode(name))}
 	}
 	if st.Mode == authWorkspace {
-		if !a.people.Standing(ctx, team, user, "").Admin {
+		if !a.o.People.Standing(ctx, team, user, "").Admin {
 			return reply{text: fmt.Sprintf("`%s` is connected once for the whole workspace; only a workspace admin can connect it.", mrkdwn.InlineCode(name))}
 		}
 	}
@@ -153,7 +153,7 @@ func (a *Admin) mcpConnect(ctx context.Context, to Target, team, user, name stri
 		a.log.Info("bot: starting an MCP connection failed", "team", team, "server", name, "err", err)
 		return reply{text: mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting %s: %v.", name, err))}
 	}
-	a.remember(ctx, team, name, user, to.Channel, "", expires)
+	a.o.RememberConnect(ctx, team, name, user, to.Channel, "", expires)
 	what := "your account"
 	if st.Mode == authWorkspace {
 		what = "it for the whole workspace"
@@ -162,7 +162,7 @@ func (a *Admin) mcpConnect(ctx context.Context, to Target, team, user, name stri
 	if st.Connected {
 		head = fmt.Sprintf(":electric_plug: `%s` is already connected; Connect again to replace the connection.", mrkdwn.InlineCode(name))
 	}
-	return reply{text: "Connect " + mrkdwn.EscapeText(name), blocks: a.blocks(head, name, link, expires, "")}
+	return reply{text: "Connect " + mrkdwn.EscapeText(name), blocks: a.o.ConnectBlocks(head, name, link, expires, "")}
 }
 
 // mcpDisconnect answers /bobbin mcp disconnect <name>.
@@ -182,7 +182,7 @@ func (a *Admin) mcpDisconnect(ctx context.Context, team, user, name string) stri
 	}
 	whose := "Your connection to"
 	if st.Mode == authWorkspace {
-		if !a.people.Standing(ctx, team, user, "").Admin {
+		if !a.o.People.Standing(ctx, team, user, "").Admin {
 			return fmt.Sprintf("`%s` is connected for the whole workspace; only a workspace admin can disconnect it.", mrkdwn.InlineCode(name))
 		}
 		whose = "The workspace's connection to"
@@ -214,7 +214,7 @@ func (a *Admin) mcpAddOAuth(ctx context.Context, to Target, team string, reg ser
 	if reg.Preset != "" {
 		fields["preset"] = reg.Preset
 	}
-	a.audit(ctx, team, fields)
+	a.o.Audit(ctx, team, fields)
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Registered `%s`* at %s. It uses OAuth (%s): ", mrkdwn.InlineCode(name), mrkdwn.EscapeText(publicURL(url)), modeWords(mode))
 	if mode == authUser {
@@ -235,14 +235,14 @@ func (a *Admin) mcpAddOAuth(ctx context.Context, to Target, team string, reg ser
 		fmt.Fprintf(&s, "\n%s Try `/bobbin mcp connect %s`.", mrkdwn.EscapeText(fmt.Sprintf("I couldn't start connecting: %v.", err)), mrkdwn.InlineCode(name))
 		return reply{text: s.String()}
 	}
-	a.remember(ctx, team, name, user, to.Channel, "", expires)
-	return reply{text: "Registered " + mrkdwn.EscapeText(name), blocks: a.blocks(s.String(), name, link, expires, "")}
+	a.o.RememberConnect(ctx, team, name, user, to.Channel, "", expires)
+	return reply{text: "Registered " + mrkdwn.EscapeText(name), blocks: a.o.ConnectBlocks(s.String(), name, link, expires, "")}
 }
 
 // forgetConnections deletes the OAuth connections of a removed
 // registration: a server registered again under the name starts clean.
 func (a *Admin) forgetConnections(ctx context.Context, team, server string) {
-	if err := a.store.DeleteOAuthConnections(ctx, team, server); err != nil {
+	if err := a.o.Store.DeleteOAuthConnections(ctx, team, server); err != nil {
 		a.log.Warn("bot: deleting a removed server's OAuth connections failed", "team", team, "server", server, "err", err)
 	}
 }

@@ -100,7 +100,7 @@ func isPolicyWord(w string) bool {
 // mcpPolicy answers /bobbin mcp policy: it sets (or clears, or shows) a
 // rule and confirms with the server's policy as it now is.
 func (a *Admin) mcpPolicy(ctx context.Context, team, user, name string, pc policyCmd) string {
-	pa, ok := a.mcp.(Policies)
+	pa, ok := a.o.MCP.(Policies)
 	if !ok {
 		return "Tool policies are not available on this bot."
 	}
@@ -133,7 +133,7 @@ func (a *Admin) mcpPolicy(ctx context.Context, team, user, name string, pc polic
 	if pc.Clear {
 		words = "clear"
 	}
-	a.audit(ctx, team, map[string]string{"event": auditMCPPolicy, "by": user, "server": name, "tool": rule.Tool, "outcome": words})
+	a.o.Audit(ctx, team, map[string]string{"event": auditMCPPolicy, "by": user, "server": name, "tool": rule.Tool, "outcome": words})
 	head := fmt.Sprintf("*Tool policy of `%s`*: `%s` is now %s.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(rule.Tool), mrkdwn.EscapeText(words))
 	if pc.Clear {
 		head = fmt.Sprintf("*Tool policy of `%s`*: removed the rule of `%s`.", mrkdwn.InlineCode(name), mrkdwn.InlineCode(rule.Tool))
@@ -234,7 +234,7 @@ func policyToolsLine(sp servers.PolicyReport) string {
 // fillPolicies sets ServerStatus.Policy of every server, when the MCP
 // manager knows policies (for /bobbin mcp list and the App Home).
 func (a *Admin) fillPolicies(ctx context.Context, team string, st []servers.Status) {
-	pa, ok := a.mcp.(Policies)
+	pa, ok := a.o.MCP.(Policies)
 	if !ok || len(st) == 0 {
 		return
 	}

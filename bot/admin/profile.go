@@ -41,9 +41,9 @@ func (a *Admin) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack a
 		return nil, false
 	}
 	team, user, channel := sc.TeamID, sc.UserID, sc.ChannelID
-	ms := a.store
+	ms := a.o.Store
 	args := toks[1:]
-	who := a.people.Standing(ctx, team, user, "")
+	who := a.o.People.Standing(ctx, team, user, "")
 	if verb == "usage" && len(args) == 1 && strings.EqualFold(args[0], "me") {
 		if !who.MayUse {
 			return ephemeralAck(noRightsText(who)), true
@@ -58,7 +58,7 @@ func (a *Admin) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack a
 		}
 	}
 	if !who.Admin {
-		a.audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": op})
+		a.o.Audit(ctx, team, map[string]string{"event": auditAdminRefused, "by": user, "outcome": op})
 		if who.Unchecked {
 			return ephemeralAck(noRightsText(who)), true
 		}
@@ -71,7 +71,7 @@ func (a *Admin) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack a
 		}
 		return a.answer(ctx, to, a.usageReport(ctx, team)), true
 	}
-	cfg := a.profiles
+	cfg := a.o.Profiles
 	if cfg == nil {
 		return ephemeralAck("No agent profiles are configured: the operator sets them in the file named by `PROFILES_CONFIG`."), true
 	}
@@ -106,7 +106,7 @@ func (a *Admin) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack a
 			a.log.Warn("bot: binding a profile failed", "team", team, "channel", ch, "err", err)
 			return ephemeralAck("I couldn't save that just now. Please try again in a moment."), true
 		}
-		a.audit(ctx, team, map[string]string{"event": auditProfileUse, "by": user, "channel": ch, "profile": rest[0]})
+		a.o.Audit(ctx, team, map[string]string{"event": auditProfileUse, "by": user, "channel": ch, "profile": rest[0]})
 		return ephemeralAck(fmt.Sprintf("<#%s> now uses the profile %s, from its next turn on.", ch, inlineCodeQ(rest[0]))), true
 	case "clear":
 		if len(rest) > 1 {
@@ -120,7 +120,7 @@ func (a *Admin) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack a
 			a.log.Warn("bot: clearing a profile binding failed", "team", team, "channel", ch, "err", err)
 			return ephemeralAck("I couldn't save that just now. Please try again in a moment."), true
 		}
-		a.audit(ctx, team, map[string]string{"event": auditProfileClear, "by": user, "channel": ch})
+		a.o.Audit(ctx, team, map[string]string{"event": auditProfileClear, "by": user, "channel": ch})
 		p, src := cfg.Resolve(ch, strings.HasPrefix(ch, "D"), "")
 		return ephemeralAck(fmt.Sprintf("<#%s> has no profile binding now; it uses %s.", ch, describeProfile(p, src))), true
 	}
@@ -161,10 +161,10 @@ func describeProfile(p *profile.Profile, src profile.Source) string {
 // profileHereLine says which profile applies in channel, for mcp list
 // ("" without profiles).
 func (a *Admin) profileHereLine(ctx context.Context, team, channel string) string {
-	if a.profiles == nil {
+	if a.o.Profiles == nil {
 		return ""
 	}
-	p, src := a.profile(ctx, team, channel)
+	p, src := a.o.Profile(ctx, team, channel)
 	line := "Agent profile here: " + describeProfile(p, src)
 	if p != nil && p.Servers != nil {
 		line += "; it offers only the servers it names"
@@ -175,7 +175,7 @@ func (a *Admin) profileHereLine(ctx context.Context, team, channel string) strin
 // homeProfileLine says which profiles apply in DMs and in channels without
 // their own, for the App Home ("" without profiles).
 func (a *Admin) homeProfileLine() string {
-	cfg := a.profiles
+	cfg := a.o.Profiles
 	if cfg == nil {
 		return ""
 	}
@@ -186,12 +186,12 @@ func (a *Admin) homeProfileLine() string {
 }
 
 func (a *Admin) profileList(ctx context.Context, team, here string) string {
-	cfg := a.profiles
+	cfg := a.o.Profiles
 	var s strings.Builder
-	p, src := a.profile(ctx, team, here)
+	p, src := a.o.Profile(ctx, team, here)
 	fmt.Fprintf(&s, "*Agent profiles* (here: %s)\n", describeProfile(p, src))
 	for _, p := range cfg.Profiles {
-		fmt.Fprintf(&s, "• %s: model %s", inlineCodeQ(p.Name), inlineCodeQ(cmp.Or(p.Model, a.model)))
+		fmt.Fprintf(&s, "• %s: model %s", inlineCodeQ(p.Name), inlineCodeQ(cmp.Or(p.Model, a.o.Model)))
 		if p.Respond != "" {
 			fmt.Fprintf(&s, ", answers %s", p.Respond)
 		}
@@ -206,7 +206,7 @@ func (a *Admin) profileList(ctx context.Context, team, here string) string {
 	if cfg.DM != "" {
 		fmt.Fprintf(&s, "Direct messages: %s. ", inlineCodeQ(cfg.DM))
 	}
-	if bs, err := a.store.ProfileBindings(ctx, team); err == nil && len(bs) > 0 {
+	if bs, err := a.o.Store.ProfileBindings(ctx, team); err == nil && len(bs) > 0 {
 		s.WriteString("\n*Bound by admins*\n")
 		for _, ch := range slices.Sorted(maps.Keys(bs)) {
 			fmt.Fprintf(&s, "• <#%s>: %s\n", ch, inlineCodeQ(bs[ch]))
@@ -218,7 +218,7 @@ func (a *Admin) profileList(ctx context.Context, team, here string) string {
 func (a *Admin) profileShow(p *profile.Profile) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Profile %s*\n", inlineCodeQ(p.Name))
-	fmt.Fprintf(&s, "• Model: %s", inlineCodeQ(cmp.Or(p.Model, a.model)))
+	fmt.Fprintf(&s, "• Model: %s", inlineCodeQ(cmp.Or(p.Model, a.o.Model)))
 	if p.Provider != "" {
 		fmt.Fprintf(&s, " via %s", inlineCodeQ(p.Provider))
 	}
@@ -268,10 +268,10 @@ func (a *Admin) limitsText(l profile.Limits) string {
 // usageReport is the workspace's usage this month and today: totals, then
 // the top 10 channels, people and models.
 func (a *Admin) usageReport(ctx context.Context, team string) string {
-	now := a.now()
+	now := a.o.Now()
 	var s strings.Builder
 	for _, period := range []string{session.PeriodMonth, session.PeriodDay} {
-		r, err := a.store.Usage(ctx, team, period, now)
+		r, err := a.o.Store.Usage(ctx, team, period, now)
 		if err != nil {
 			a.log.Warn("bot: reading usage failed", "team", team, "err", err)
 			return "I couldn't read the usage just now. Please try again in a moment."
@@ -299,10 +299,10 @@ func (a *Admin) usageReport(ctx context.Context, team string) string {
 
 // usageMe is the person's own usage.
 func (a *Admin) usageMe(ctx context.Context, team, user string) string {
-	now := a.now()
+	now := a.o.Now()
 	var parts []string
 	for _, period := range []string{session.PeriodDay, session.PeriodMonth} {
-		r, err := a.store.Usage(ctx, team, period, now)
+		r, err := a.o.Store.Usage(ctx, team, period, now)
 		if err != nil {
 			a.log.Warn("bot: reading usage failed", "team", team, "err", err)
 			return "I couldn't read your usage just now. Please try again in a moment."
@@ -350,7 +350,7 @@ func top(s *strings.Builder, title string, m map[string]session.Totals, name fun
 // refusals do).
 func (a *Admin) money(micros int64) string {
 	cur := ""
-	if cfg := a.profiles; cfg != nil && cfg.Currency != "" {
+	if cfg := a.o.Profiles; cfg != nil && cfg.Currency != "" {
 		cur = " " + cfg.Currency
 	}
 	return fmt.Sprintf("%.2f%s", float64(micros)/1e6, cur)

@@ -213,9 +213,9 @@ func scopeSummary(s access.Scope) string {
 // the scope of a server registered from Slack. Servers of MCP_CONFIG are
 // the operator's.
 func (a *Admin) mcpScope(ctx context.Context, team, user, name string, want access.Scope, clear bool) string {
-	err := a.mcp.Registered(ctx, team, name)
+	err := a.o.MCP.Registered(ctx, team, name)
 	if errors.Is(err, session.ErrNotFound) {
-		for _, st := range a.mcp.Status(ctx, team) {
+		for _, st := range a.o.MCP.Status(ctx, team) {
 			if st.Name == name && st.Source == "config" {
 				return fmt.Sprintf("`%s` comes from the operator's configuration (MCP_CONFIG): its scope can only be changed there. Now: %s.",
 					mrkdwn.InlineCode(name), describeScope(st.Scope))
@@ -228,7 +228,7 @@ func (a *Admin) mcpScope(ctx context.Context, team, user, name string, want acce
 		return "I couldn't read the server's registration just now. Nothing changed; please try again in a moment."
 	}
 	for _, g := range want.Usergroups {
-		err := a.people.CheckGroup(ctx, team, g)
+		err := a.o.People.CheckGroup(ctx, team, g)
 		switch {
 		case errors.Is(err, ErrNoSuchGroup):
 			return fmt.Sprintf("This workspace has no user group `%s` (or it is disabled). Nothing changed.", mrkdwn.InlineCode(g))
@@ -245,7 +245,7 @@ func (a *Admin) mcpScope(ctx context.Context, team, user, name string, want acce
 	} else {
 		set = &want
 	}
-	err = a.mcp.SetScope(ctx, team, name, set)
+	err = a.o.MCP.SetScope(ctx, team, name, set)
 	switch {
 	case errors.Is(err, session.ErrNotFound): // removed meanwhile: not brought back
 		return fmt.Sprintf("This workspace has no MCP server named `%s`. See `/bobbin mcp list`.", mrkdwn.InlineCode(name))
@@ -256,7 +256,7 @@ func (a *Admin) mcpScope(ctx context.Context, team, user, name string, want acce
 		a.log.Warn("bot: saving a registration failed", "team", team, "server", name, "err", err)
 		return "I couldn't save the scope just now. Nothing changed; please try again in a moment."
 	}
-	a.audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
+	a.o.Audit(ctx, team, map[string]string{"event": auditMCPScope, "by": user, "server": name, "outcome": scopeSummary(want)})
 	if clear {
 		return fmt.Sprintf("Lifted the scope of `%s`: %s. Every replica applies it from its next turn.", mrkdwn.InlineCode(name), describeScope(want))
 	}
