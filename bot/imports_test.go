@@ -24,6 +24,7 @@ func TestImportsSubtree(t *testing.T) {
 	importcheck.Forbid(t, "./mrkdwn", m, importcheck.GoRedis, importcheck.MCPSDK)
 	importcheck.Forbid(t, "./internal/jobs", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
 	importcheck.Forbid(t, "./internal/pause", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
+	importcheck.Forbid(t, "./internal/flight", m, importcheck.SlackGo, importcheck.GoRedis, importcheck.MCPSDK)
 	// Feature packages never import the app or one another: of bot/ they
 	// use the platform layer and the internal helpers only.
 	for _, feature := range []string{

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/bobbinbot/bobbin/agent"
+	"github.com/bobbinbot/bobbin/bot/internal/flight"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 	"github.com/bobbinbot/bobbin/provider"
 	"github.com/bobbinbot/bobbin/session"
@@ -120,19 +121,12 @@ func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 			return false
 		}
 	}
-	// Shared by the turns asking at once, bounded by its own deadline (not
-	// the first asker's context); each asker stops waiting at its own.
-	ch := b.search.asking.DoChan(team, func() (any, error) {
-		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
+	// Shared by the turns asking at once; each asker stops waiting at its
+	// own deadline.
+	ok, _ := flight.Do(ctx, &b.search.asking, team, 2*time.Second, func(ictx context.Context) (bool, error) {
 		return b.askSearchInfo(ictx, team), nil
 	})
-	select {
-	case r := <-ch:
-		return r.Val.(bool)
-	case <-ctx.Done():
-		return false
-	}
+	return ok
 }
 
 // askSearchInfo asks assistant.search.info and remembers the answer.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/internal/flight"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -32,7 +33,7 @@ func (d *Directory) Members(ctx context.Context, team, group string, fresh bool)
 			d.log.Debug("bot: reading cached user group members failed; asking Slack", "team", team, "usergroup", group, "err", err)
 		}
 	}
-	return shared(ctx, &d.flight, "g:"+team+"/"+group, groupTimeout, func(ctx context.Context) ([]string, error) {
+	return flight.Do(ctx, &d.flight, "g:"+team+"/"+group, groupTimeout, func(ctx context.Context) ([]string, error) {
 		members, err := d.fetchUsergroup(ctx, team, group)
 		if err != nil && !errors.Is(err, ErrNoSuchGroup) && !errors.Is(err, ErrGroupsNeedPlan) {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bobbinbot/bobbin/bot/internal/flight"
 	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
 
@@ -74,7 +75,7 @@ func TestMembersSingleFlight(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	go func() {
-		_, _ = shared(context.Background(), &d.flight, "g:"+slackemu.TeamID+"/"+g, time.Minute, func(context.Context) ([]string, error) {
+		_, _ = flight.Do(context.Background(), &d.flight, "g:"+slackemu.TeamID+"/"+g, time.Minute, func(context.Context) ([]string, error) {
 			close(started)
 			<-release
 			return []string{"U0"}, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/bobbinbot/bobbin/bot/internal/flight"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -30,7 +31,7 @@ func (d *Directory) name(ctx context.Context, key string, lookup func(ctx contex
 	if n, ok := d.names.get(key); ok {
 		return n
 	}
-	n, err := shared(ctx, &d.flight, key, lookupTimeout, func(ctx context.Context) (string, error) {
+	n, err := flight.Do(ctx, &d.flight, key, lookupTimeout, func(ctx context.Context) (string, error) {
 		n, err := lookup(ctx)
 		if err == nil && n != "" {
 			d.names.put(key, n)

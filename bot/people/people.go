@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/bobbinbot/bobbin/bot/internal/flight"
 	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
@@ -101,27 +102,6 @@ func New(o Options) *Directory {
 	}
 }
 
-// shared runs fn once for every concurrent caller with key; each caller
-// stops waiting when its own ctx ends. fn runs under ctx's values but not
-// its cancellation (one caller giving up must not fail the others), for
-// at most timeout.
-func shared[T any](ctx context.Context, g *singleflight.Group, key string, timeout time.Duration, fn func(ctx context.Context) (T, error)) (T, error) {
-	ch := g.DoChan(key, func() (any, error) {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		v, err := fn(fctx)
-		return v, err
-	})
-	select {
-	case r := <-ch:
-		v, _ := r.Val.(T)
-		return v, r.Err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 // lookupUser is users.info in team (must-deliver: a click waits on it).
 func (d *Directory) lookupUser(ctx context.Context, team, user string) (*slack.User, error) {
 	var u *slack.User
@@ -160,7 +140,7 @@ func (d *Directory) facts(ctx context.Context, team, user string) (facts, error)
 	if f, ok := d.users.get(key); ok {
 		return f, nil
 	}
-	return shared(ctx, &d.flight, "i:"+key, lookupTimeout, func(ctx context.Context) (facts, error) {
+	return flight.Do(ctx, &d.flight, "i:"+key, lookupTimeout, func(ctx context.Context) (facts, error) {
 		u, err := d.lookupUser(ctx, team, user)
 		if err != nil {
 			return facts{}, err
