@@ -93,8 +93,12 @@ func (tp turnProfile) system(s string) string {
 
 // filter keeps the tools of the servers the profile names (tools of no
 // server stay): it narrows what the access policy offered, never widens.
+// Names of registered_servers resolve against the workspace's
+// registrations here: tools carries a registered server's tools only when
+// the workspace registered it (and a registration never takes a name of
+// MCP_CONFIG, which the profile's load keeps out of registered_servers).
 func (tp turnProfile) filter(tools []agent.Tool, notReady []servers.NotReady) ([]agent.Tool, []servers.NotReady) {
-	if tp.p == nil || tp.p.Servers == nil {
+	if !tp.p.Narrows() {
 		return tools, notReady
 	}
 	out := tools[:0:0]

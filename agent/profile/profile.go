@@ -81,6 +81,13 @@ type Profile struct {
 	// Servers, when set, are the only MCP servers offered (still within
 	// the access policy). Absent: no narrowing; an empty list: no tools.
 	Servers []string `yaml:"servers"`
+	// RegisteredServers are servers the profile offers that admins
+	// register from Slack (/bobbin mcp add) rather than MCP_CONFIG. The
+	// load checks only their names (they do not exist yet); a turn offers
+	// those the workspace has registered. They narrow like Servers: a
+	// profile that sets either list offers the servers of both and no
+	// other; absent both, no narrowing.
+	RegisteredServers []string `yaml:"registered_servers"`
 	// Respond is RespondMention, RespondThread or RespondAll (empty: the
 	// bot's THREAD_FOLLOWUPS behaviour).
 	Respond string `yaml:"respond"`
@@ -152,6 +159,10 @@ const (
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// serverNameRE is the rule for MCP server names (mcp's, and /bobbin mcp
+// add's): a registered_servers entry that breaks it could never match.
+var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // Check is what the rest of the configuration knows, for cross-checks at
 // load. Zero fields skip their check.
@@ -277,9 +288,27 @@ func (c *Config) validate(path string, chk Check) []error {
 			case seen[s]:
 				bad(where, "servers", "%q is listed twice", s)
 			case known != nil && !known[s]:
-				bad(where, "servers", "unknown MCP server %q (MCP_CONFIG names: %s)", s, strings.Join(slices.Sorted(slices.Values(chk.Servers)), ", "))
+				bad(where, "servers", "unknown MCP server %q (MCP_CONFIG names: %s; a server admins register from Slack goes under registered_servers)",
+					s, strings.Join(slices.Sorted(slices.Values(chk.Servers)), ", "))
 			}
 			seen[s] = true
+		}
+		// A registration never takes a name of MCP_CONFIG (mcp skips such
+		// a registration), and these checks keep MCP_CONFIG's names out of
+		// registered_servers: so a turn tells the two lists apart by name.
+		seenReg := map[string]bool{}
+		for _, s := range p.RegisteredServers {
+			switch {
+			case !serverNameRE.MatchString(s):
+				bad(where, "registered_servers", "%q is not a server name (1 to 32 letters, digits, - or _)", s)
+			case seenReg[s]:
+				bad(where, "registered_servers", "%q is listed twice", s)
+			case seen[s]:
+				bad(where, "registered_servers", "%q is also listed under servers", s)
+			case known != nil && known[s]:
+				bad(where, "registered_servers", "%q is a server of MCP_CONFIG: list it under servers", s)
+			}
+			seenReg[s] = true
 		}
 		errs = append(errs, p.Budget.validate(path, where+": budget")...)
 	}
@@ -450,11 +479,18 @@ func (c *Config) RetentionOrDefault() time.Duration {
 	return c.Retention
 }
 
-// Filter narrows the server names a turn may use to those p names; nil p
-// or a profile without servers: keeps all. It never adds a name.
+// Narrows reports that p limits the servers offered: it sets servers or
+// registered_servers (even to an empty list).
+func (p *Profile) Narrows() bool {
+	return p != nil && (p.Servers != nil || p.RegisteredServers != nil)
+}
+
+// Filter narrows the server names a turn may use to those p names, in
+// servers or registered_servers; nil p or a profile that sets neither:
+// keeps all. It never adds a name: the access policy decided first.
 func (p *Profile) Filter(allowed string) bool {
-	if p == nil || p.Servers == nil {
+	if !p.Narrows() {
 		return true
 	}
-	return slices.Contains(p.Servers, allowed)
+	return slices.Contains(p.Servers, allowed) || slices.Contains(p.RegisteredServers, allowed)
 }

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,111 @@ func TestCost(t *testing.T) {
 	}
 	if _, ok := cfg.Cost("unpriced", 1, 0, 1); ok {
 		t.Error("an unpriced model has a cost")
+	}
+}
+
+// TestRegisteredServers: registered_servers names servers admins register
+// from Slack: checked for name syntax only (not against MCP_CONFIG), and
+// narrowing like servers: a profile that sets either list offers the
+// servers of both and no other.
+func TestRegisteredServers(t *testing.T) {
+	const file = `
+profiles:
+  - name: both
+    servers: [docs]
+    registered_servers: [wiki, Team_CRM-2]
+  - name: regonly
+    registered_servers: [wiki]
+  - name: regnone
+    registered_servers: []
+  - name: plain
+`
+	for _, known := range [][]string{{"docs", "tickets"}, nil} {
+		cfg, err := Parse("p.yaml", []byte(file), Check{Getenv: env(nil), Servers: known})
+		if err != nil {
+			t.Fatalf("MCP_CONFIG names %v: %v", known, err)
+		}
+		if got, want := cfg.Profile("both").RegisteredServers, []string{"wiki", "Team_CRM-2"}; !cmp.Equal(got, want) {
+			t.Errorf("registered_servers = %v, want %v", got, want)
+		}
+		for _, tc := range []struct {
+			profile string
+			narrows bool
+			offers  map[string]bool
+		}{
+			{"both", true, map[string]bool{"docs": true, "wiki": true, "Team_CRM-2": true, "tickets": false, "other": false}},
+			{"regonly", true, map[string]bool{"wiki": true, "docs": false, "tickets": false}},
+			{"regnone", true, map[string]bool{"wiki": false, "docs": false}},
+			{"plain", false, map[string]bool{"wiki": true, "docs": true}},
+		} {
+			p := cfg.Profile(tc.profile)
+			if p.Narrows() != tc.narrows {
+				t.Errorf("%s: Narrows() = %v, want %v", tc.profile, p.Narrows(), tc.narrows)
+			}
+			for server, want := range tc.offers {
+				if got := p.Filter(server); got != want {
+					t.Errorf("%s: Filter(%q) = %v, want %v", tc.profile, server, got, want)
+				}
+			}
+		}
+	}
+	var none *Profile
+	if none.Narrows() || !none.Filter("x") {
+		t.Error("no profile must not narrow")
+	}
+}
+
+func TestRegisteredServersProblems(t *testing.T) {
+	bad := `
+profiles:
+  - name: p
+    servers: [docs]
+    registered_servers: [wiki, wiki, "no spaces", docs, tickets, "` + strings.Repeat("x", 33) + `"]
+`
+	_, err := Parse("p.yaml", []byte(bad), Check{Getenv: env(nil), Servers: []string{"docs", "tickets"}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`profiles config p.yaml: profiles[0] (p): registered_servers: "wiki" is listed twice`,
+		`profiles[0] (p): registered_servers: "no spaces" is not a server name (1 to 32 letters, digits, - or _)`,
+		`profiles[0] (p): registered_servers: "docs" is also listed under servers`,
+		`profiles[0] (p): registered_servers: "tickets" is a server of MCP_CONFIG: list it under servers`,
+		`profiles[0] (p): registered_servers: "` + strings.Repeat("x", 33) + `" is not a server name`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q; got:\n%v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 5 {
+		t.Errorf("%d problems, want 5:\n%v", n, err)
+	}
+	// An unknown name under servers points at registered_servers.
+	_, err = Parse("p.yaml", []byte("profiles:\n  - name: p\n    servers: [wiki]\n"), Check{Getenv: env(nil), Servers: []string{"docs"}})
+	if err == nil || !strings.Contains(err.Error(), `servers: unknown MCP server "wiki"`) || !strings.Contains(err.Error(), "registered_servers") {
+		t.Errorf("an unknown server under servers: %v", err)
+	}
+}
+
+// TestDocsSample: the sample file in docs/profiles.md loads, with the
+// servers its comments promise.
+func TestDocsSample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/profiles.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	sample, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/profiles.md has no yaml sample")
+	}
+	cfg, err := Parse("docs/profiles.md", []byte(sample), Check{Getenv: env(map[string]string{"CHEAP_OPENAI_KEY": "k"}),
+		Servers: []string{"docs", "tickets"}})
+	if err != nil {
+		t.Fatalf("the sample does not load: %v", err)
+	}
+	p := cfg.Profile("support")
+	if p == nil || !p.Filter("crm") || !p.Filter("docs") || p.Filter("other") {
+		t.Errorf("support profile = %+v: want docs, tickets and the registered crm offered, nothing else", p)
 	}
 }

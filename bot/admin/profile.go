@@ -3,6 +3,7 @@ package admin
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -90,7 +91,7 @@ func (a *Admin) operatorSlash(ctx context.Context, sc slack.SlashCommand) (ack a
 		if p == nil {
 			return ephemeralAck(fmt.Sprintf("There is no profile %s. `/bobbin profile list` shows them.", inlineCodeQ(rest[0]))), true
 		}
-		return a.answer(ctx, to, a.profileShow(p)), true
+		return a.answer(ctx, to, a.profileShow(ctx, team, p)), true
 	case "use":
 		if len(rest) < 1 || len(rest) > 2 {
 			return ephemeralAck("Usage: `/bobbin profile use <name> [#channel]`."), true
@@ -166,7 +167,7 @@ func (a *Admin) profileHereLine(ctx context.Context, team, channel string) strin
 	}
 	p, src := a.o.Profile(ctx, team, channel)
 	line := "Agent profile here: " + describeProfile(p, src)
-	if p != nil && p.Servers != nil {
+	if p.Narrows() {
 		line += "; it offers only the servers it names"
 	}
 	return line + ".\n"
@@ -195,8 +196,8 @@ func (a *Admin) profileList(ctx context.Context, team, here string) string {
 		if p.Respond != "" {
 			fmt.Fprintf(&s, ", answers %s", p.Respond)
 		}
-		if p.Servers != nil {
-			fmt.Fprintf(&s, ", %d MCP servers", len(p.Servers))
+		if p.Narrows() {
+			fmt.Fprintf(&s, ", %d MCP servers", len(p.Servers)+len(p.RegisteredServers))
 		}
 		s.WriteString("\n")
 	}
@@ -215,7 +216,7 @@ func (a *Admin) profileList(ctx context.Context, team, here string) string {
 	return strings.TrimSpace(s.String())
 }
 
-func (a *Admin) profileShow(p *profile.Profile) string {
+func (a *Admin) profileShow(ctx context.Context, team string, p *profile.Profile) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "*Profile %s*\n", inlineCodeQ(p.Name))
 	fmt.Fprintf(&s, "• Model: %s", inlineCodeQ(cmp.Or(p.Model, a.o.Model)))
@@ -225,16 +226,21 @@ func (a *Admin) profileShow(p *profile.Profile) string {
 	s.WriteString("\n")
 	fmt.Fprintf(&s, "• Answers: %s\n", cmp.Or(p.Respond, "as THREAD_FOLLOWUPS says"))
 	switch {
-	case p.Servers == nil:
+	case !p.Narrows():
 		s.WriteString("• MCP servers: all the access policy allows\n")
-	case len(p.Servers) == 0:
+	case len(p.Servers)+len(p.RegisteredServers) == 0:
 		s.WriteString("• MCP servers: none\n")
 	default:
-		names := make([]string, len(p.Servers))
-		for i, n := range p.Servers {
-			names[i] = inlineCodeQ(n)
+		if len(p.Servers) > 0 {
+			names := make([]string, len(p.Servers))
+			for i, n := range p.Servers {
+				names[i] = inlineCodeQ(n)
+			}
+			fmt.Fprintf(&s, "• MCP servers: %s (within the access policy)\n", strings.Join(names, ", "))
 		}
-		fmt.Fprintf(&s, "• MCP servers: %s (within the access policy)\n", strings.Join(names, ", "))
+		if len(p.RegisteredServers) > 0 {
+			fmt.Fprintf(&s, "• Servers registered from Slack: %s (within the access policy)\n", a.registeredNow(ctx, team, p.RegisteredServers))
+		}
 	}
 	if p.MaxTokens > 0 {
 		fmt.Fprintf(&s, "• Output cap: %d tokens\n", p.MaxTokens)
@@ -246,6 +252,33 @@ func (a *Admin) profileShow(p *profile.Profile) string {
 		fmt.Fprintf(&s, "• Instructions: %s\n", mrkdwn.EscapeText(mrkdwn.Clip(sp, 300)))
 	}
 	return strings.TrimSpace(s.String())
+}
+
+// registeredNow lists a profile's registered_servers, each saying
+// whether this workspace has registered it now (/bobbin mcp add): only
+// those are offered.
+func (a *Admin) registeredNow(ctx context.Context, team string, names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		state := "not registered in this workspace"
+		switch err := a.registered(ctx, team, n); {
+		case err == nil:
+			state = "registered here"
+		case !errors.Is(err, session.ErrNotFound):
+			a.log.Warn("bot: reading a registration failed", "team", team, "server", n, "err", err)
+			state = "couldn't check just now"
+		}
+		out[i] = inlineCodeQ(n) + " (" + state + ")"
+	}
+	return strings.Join(out, ", ")
+}
+
+// registered is MCP.Registered, or session.ErrNotFound when MCP is off.
+func (a *Admin) registered(ctx context.Context, team, name string) error {
+	if a.o.MCP == nil {
+		return session.ErrNotFound
+	}
+	return a.o.MCP.Registered(ctx, team, name)
 }
 
 func (a *Admin) limitsText(l profile.Limits) string {

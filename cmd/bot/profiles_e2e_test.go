@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -291,5 +293,112 @@ budgets:
 	}
 	if got := len(llm.Requests()); got != 2 {
 		t.Errorf("%d model calls, want 2 (the third turn refused)", got)
+	}
+}
+
+// TestProfileRegisteredServersWholeProgram: a profile's registered_servers
+// names a server an admin registers from Slack later (no MCP_CONFIG entry,
+// yet the start is fine). Before the registration the profiled channel is
+// offered no MCP tools at all (the profile narrows to that one server);
+// after `/bobbin mcp add` it is offered that server's tools and no other,
+// while a channel under another profile is not offered them. `/bobbin
+// profile show` says which of the names this workspace has registered.
+func TestProfileRegisteredServersWholeProgram(t *testing.T) {
+	emu := slackemu.New(slackemu.Options{NoRateLimits: true})
+	defer emu.Close()
+	const other = "C0OTHER"
+	emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: other, Name: "other", BotMember: true})
+	llm := llmemu.New(llmemu.Options{TokenInterval: time.Millisecond})
+	defer llm.Close()
+	wikiURL, _ := countingMCP(t)
+
+	mcpPath := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(mcpPath, []byte("servers:\n  - name: alpha\n    builtin: demo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := profilesEnv(t, emu, llm, `
+profiles:
+  - name: wikidesk
+    registered_servers: [wiki, ghost]
+  - name: plain
+    servers: [alpha]
+channels:
+  `+slackemu.ChannelGen+`: wikidesk
+default: plain
+`)
+	for k, v := range mcpEnv(t, emu, llm, mcpPath, nil) {
+		if _, ok := env[k]; !ok {
+			env[k] = v // MCP_CONFIG, SECRET_KEY, MCP_ALLOW_PRIVATE_NETWORKS, …
+		}
+	}
+	ctx, wait, stop := startMCPRun(t, emu, env)
+	defer stop()
+
+	seq := 0
+	// serversOffered mentions the bot in channel (a new thread) and returns
+	// the servers whose tools the model's request for it offered.
+	serversOffered := func(channel string) []string {
+		t.Helper()
+		seq++
+		marker := fmt.Sprintf("r%d", seq)
+		emu.Mention(slackemu.TeamID, channel, slackemu.UserAlice, marker+" which tools?", "")
+		var tools []string
+		wait("the model request of "+marker, func() bool {
+			for _, r := range llm.Requests() {
+				if strings.Contains(r.LastUserText(), marker+" ") {
+					tools = r.Tools
+					return true
+				}
+			}
+			return false
+		})
+		var out []string
+		for _, n := range tools {
+			if s, _, ok := strings.Cut(n, "__"); ok && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	slash := func(text, want string) string {
+		t.Helper()
+		before := len(emu.Ephemerals(slackemu.UserAdmin))
+		in := emu.SlashCommand(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAdmin, "/bobbin", text)
+		if _, err := in.Wait(ctx); err != nil {
+			t.Fatalf("/bobbin %s: %v", text, err)
+		}
+		var got []string
+		if err := emu.WaitFor(ctx, func() bool {
+			got = got[:0]
+			for _, e := range emu.Ephemerals(slackemu.UserAdmin)[before:] {
+				got = append(got, e.Text)
+			}
+			return strings.Contains(strings.Join(got, "\n"), want)
+		}); err != nil {
+			t.Fatalf("/bobbin %s: no answer containing %q; got %q", text, want, got)
+		}
+		return strings.Join(got, "\n")
+	}
+
+	// Before the registration: the profile names no server that exists.
+	if got := serversOffered(slackemu.ChannelGen); len(got) != 0 {
+		t.Errorf("#general before mcp add offered servers %v, want none", got)
+	}
+	show := slash("profile show wikidesk", "Servers registered from Slack")
+	if !strings.Contains(show, "`wiki` (not registered in this workspace)") || !strings.Contains(show, "`ghost` (not registered in this workspace)") {
+		t.Errorf("profile show before mcp add:\n%s", show)
+	}
+
+	slash("mcp add wiki "+wikiURL, "Registered `wiki`")
+	if got := serversOffered(slackemu.ChannelGen); !slices.Equal(got, []string{"wiki"}) {
+		t.Errorf("#general after mcp add offered servers %v, want [wiki] (its profile's registered server only)", got)
+	}
+	if got := serversOffered(other); !slices.Equal(got, []string{"alpha"}) {
+		t.Errorf("#other (profile plain) offered servers %v, want [alpha]", got)
+	}
+	show = slash("profile show wikidesk", "Servers registered from Slack")
+	if !strings.Contains(show, "`wiki` (registered here)") || !strings.Contains(show, "`ghost` (not registered in this workspace)") {
+		t.Errorf("profile show after mcp add:\n%s", show)
 	}
 }
