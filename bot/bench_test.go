@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot"
@@ -60,11 +64,58 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // in edit and native mode.
 func BenchmarkFirstVisibleText(b *testing.B) {
 	for _, mode := range []string{bot.StreamEdit, bot.StreamNative} {
-		b.Run(mode, func(b *testing.B) { benchFirstVisibleText(b, mode) })
+		b.Run(mode, func(b *testing.B) { benchFirstVisibleText(b, mode, nil) })
 	}
 }
 
-func benchFirstVisibleText(b *testing.B, mode string) {
+// BenchmarkFirstVisibleTextTracing: BenchmarkFirstVisibleText with tracing
+// off (no tracer, as when OTEL_EXPORTER_OTLP_ENDPOINT is unset) and on (the
+// SDK's TracerProvider sampling every trace and batching to an exporter
+// that counts and discards, given to the bot and the agent as cmd/bot
+// does, minus the network). Besides p50/p99 from the model's first text
+// (the renderer's share, where few spans open) it reports mention-p50-ms
+// and mention-p99-ms: from the mention posted to the first visible text,
+// the window in which invoke_agent and the chat span open. spans/op shows
+// that "on" really recorded and exported.
+func BenchmarkFirstVisibleTextTracing(b *testing.B) {
+	for _, mode := range []string{bot.StreamEdit, bot.StreamNative} {
+		for _, tracing := range []string{"off", "on"} {
+			b.Run(mode+"/"+tracing, func(b *testing.B) {
+				if tracing == "off" {
+					benchFirstVisibleText(b, mode, nil)
+					return
+				}
+				exp := &countingExporter{}
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(exp))
+				defer func() { _ = tp.Shutdown(context.Background()) }()
+				benchFirstVisibleText(b, mode, tp.Tracer("github.com/bobbinbot/bobbin"))
+				if err := tp.ForceFlush(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if exp.spans.Load() == 0 {
+					b.Fatal("tracing on exported no span")
+				}
+				// Per turn run: b.N and the warm-up turn.
+				b.ReportMetric(float64(exp.spans.Load())/float64(b.N+1), "spans/op")
+			})
+		}
+	}
+}
+
+// countingExporter counts the spans exported to it and drops them.
+type countingExporter struct{ spans atomic.Int64 }
+
+func (e *countingExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.spans.Add(int64(len(spans)))
+	return nil
+}
+
+func (e *countingExporter) Shutdown(context.Context) error { return nil }
+
+// benchFirstVisibleText runs b.N mentions, one at a time; tracer (nil:
+// tracing off) opens the bot's and the agent's spans. The warm-up turn
+// is not measured (connections, the SDK's pools).
+func benchFirstVisibleText(b *testing.B, mode string, tracer trace.Tracer) {
 	var ftr *firstTextRunner
 	// Limits off on both sides: this measures the renderer, not the
 	// budget (BenchmarkFirstVisibleTextFourReplies does, under it).
@@ -72,12 +123,13 @@ func benchFirstVisibleText(b *testing.B, mode string) {
 		ftr = &firstTextRunner{next: o.Agent}
 		o.Agent = ftr
 		o.StreamMode = mode
+		o.Tracer = tracer
 		unlimitedEdits(o)
-	}})
+	}, agent: func(o *agent.Options) { o.Tracer = tracer }})
 	h.llm.SetTokenInterval(5 * time.Millisecond)
-	var lat []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	var lat, fromMention []time.Duration
+	turn := func(i int) {
+		posted := time.Now()
 		p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, fmt.Sprintf("latency %d", i), "")
 		h.waitReplyB(b, slackemu.ChannelGen, p.TS)
 		r := h.emu.BotReplies(slackemu.ChannelGen, p.TS)
@@ -87,13 +139,22 @@ func benchFirstVisibleText(b *testing.B, mode string) {
 		for _, v := range r[0].History {
 			if strings.TrimSpace(v.Text+v.MarkdownText) != "" {
 				lat = append(lat, v.Time.Sub(first))
+				fromMention = append(fromMention, v.Time.Sub(posted))
 				break
 			}
 		}
 	}
+	turn(-1)
+	lat, fromMention = lat[:0], fromMention[:0]
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn(i)
+	}
 	b.StopTimer()
 	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(percentile(fromMention, 0.5).Microseconds())/1000, "mention-p50-ms")
+	b.ReportMetric(float64(percentile(fromMention, 0.99).Microseconds())/1000, "mention-p99-ms")
 }
 
 // BenchmarkSlackCallsPerReply: Web API calls for one 2,000-token answer
