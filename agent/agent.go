@@ -174,6 +174,8 @@ type Turn struct {
 	// Checkpoint is called with every completed step before the next one
 	// starts. An error ends the turn with that error (for example a stale
 	// fencing token): nothing more is appended. nil skips checkpoints.
+	// Results a tool marked TurnOnly are checkpointed as their
+	// placeholders.
 	Checkpoint func(ctx context.Context, cp Checkpoint) error
 	// Calibration is the persisted tokens ratio for this model (provider
 	// tokens per local tokenizer token); 0 means the model's seed.
@@ -264,6 +266,7 @@ func (o Outcome) String() string {
 type Result struct {
 	// Messages is the whole transcript after the turn: History with this
 	// turn's messages appended, or the compacted history plus them.
+	// TurnOnly results are their placeholders here, as in checkpoints.
 	Messages []provider.Message
 	// Text is the final visible answer: the text of the last assistant
 	// message of the turn that has text (partial if interrupted).

@@ -66,7 +66,8 @@ func splitPoint(h []provider.Message, keep int) int {
 
 // compact replaces the older part of the history with a summary made by the
 // same provider, keeps the recent messages verbatim and checkpoints the new
-// history with Replace.
+// history with Replace. The summarizer sees TurnOnly results as their
+// placeholders, so the summary, which is kept, cannot carry them.
 func (r *run) compact(ctx context.Context) error {
 	s := splitPoint(r.history, r.a.opts.KeepRecent)
 	if s == 0 || s == 1 && r.history[0].Summary {
@@ -81,8 +82,9 @@ func (r *run) compact(ctx context.Context) error {
 	h = append(h, provider.Message{Role: provider.RoleSystem, Content: summaryHeader + summary, Summary: true})
 	h = append(h, r.history[s:]...)
 	r.history = h
+	r.remapTurnOnly(s)
 	r.budget.anchor = Anchor{}
-	r.budget.reset(h)
+	r.budget.reset(r.sentForm(h))
 	r.res.Compacted = true
 	if err := r.checkpoint(ctx, Checkpoint{Append: h, Replace: true}); err != nil {
 		return err
@@ -106,7 +108,7 @@ func (r *run) summarize(ctx context.Context, msgs []provider.Message) (string, e
 	var text strings.Builder
 	var final string
 	var done bool
-	ctx, span := r.startChat(ctx, req)
+	ctx, span := r.startChat(ctx, req, false)
 	s := &streamed{}
 	defer func() { r.endChat(span, s, nil) }()
 	for ev, err := range r.provider().Stream(ctx, req) {

@@ -38,6 +38,14 @@
 // by size, PDFs by pages), and compaction summarizes them as notes. A tool
 // that implements PartsTool may return images too.
 //
+// # Results kept for the turn only
+//
+// A tool whose data source forbids keeping its results (Slack's search)
+// marks a call's result with TurnOnly. The model gets it in every
+// request of that turn; checkpoints, Result, the compaction summarizer
+// and captured span content get the tool's placeholder instead, so no
+// transcript ever holds it (turnonly.go).
+//
 // # Interrupted turns
 //
 // When ctx ends, Run stops the stream or the tools, records the partial

@@ -111,6 +111,13 @@ func (s *store) checkpoint(ctx context.Context, cp Checkpoint) error {
 	return nil
 }
 
+// snapshot is the stored transcript now (safe while a turn runs).
+func (s *store) snapshot() []provider.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.history)
+}
+
 // approverFunc adapts a function to Approver and counts calls.
 type approverFunc struct {
 	fn    func(ctx context.Context, req ApprovalRequest) (Decision, error)

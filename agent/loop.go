@@ -44,6 +44,11 @@ type run struct {
 	outputUsed int            // tool output bytes fed to the model this turn
 	res        Result
 
+	// turnOnly are this turn's results marked TurnOnly, as the model
+	// gets them, by index in history (which holds their placeholders;
+	// turnonly.go).
+	turnOnly map[int]provider.Message
+
 	mediaMu      sync.Mutex       // guards memo (loads run in parallel)
 	memo         map[string]media // this turn's media, by mediaKey
 	mediaRefused bool             // the endpoint refused media this turn
@@ -98,7 +103,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	r.res.Messages = r.history
 	r.res.Grants = r.grantList()
 	r.res.Calibration = r.budget.ratio
-	r.res.Anchor = r.budget.anchor
+	r.res.Anchor = r.keptAnchor()
 	r.observe(Event{Kind: EventDone, Usage: r.res.Usage, Step: r.res.Steps, Err: err})
 	return r.res, err
 }
@@ -227,8 +232,8 @@ func (r *run) toolStep(ctx context.Context, calls []provider.ToolCall) (done boo
 			return true, nil
 		}
 	}
-	results := r.runTools(ctx, calls)
-	r.budget.add(results...)
+	results, full := r.runTools(ctx, calls)
+	r.budget.add(r.addTurnOnly(results, full)...)
 	r.history = append(r.history, results...)
 	if err := r.checkpoint(ctx, Checkpoint{Append: results}); err != nil {
 		return true, err
@@ -301,7 +306,7 @@ func (r *run) checkpoint(ctx context.Context, cp Checkpoint) error {
 	}
 	cp.Grants = r.grantList()
 	cp.Calibration = r.budget.ratio
-	cp.Anchor = r.budget.anchor
+	cp.Anchor = r.keptAnchor()
 	cp.Append = slices.Clone(cp.Append)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -339,16 +344,23 @@ func (s *streamed) partial() *provider.Message {
 	return &m
 }
 
-// request builds the next model request. Its prefix (model, sorted tools,
-// system prompt, earlier history, the same image bytes) is byte-identical
-// to the previous request's, so prompt caches hit. Images and PDFs get
-// their bytes here (see withMedia).
+// request builds the next model request from the run's history. Its
+// prefix (model, sorted tools, system prompt, earlier history, the same
+// image bytes) is byte-identical to the previous request's, so prompt
+// caches hit. The turn's TurnOnly results replace their placeholders,
+// and images and PDFs get their bytes here (see withMedia).
 func (r *run) request(ctx context.Context, history []provider.Message) provider.Request {
 	msgs := make([]provider.Message, 0, len(history)+1)
 	if r.t.System != "" {
 		msgs = append(msgs, provider.Message{Role: provider.RoleSystem, Content: r.t.System})
 	}
+	off := len(msgs)
 	msgs = append(msgs, history...)
+	for i, m := range r.turnOnly {
+		if i < len(history) {
+			msgs[off+i] = m
+		}
+	}
 	msgs = r.withMedia(ctx, msgs)
 	return provider.Request{Model: r.model(), Messages: msgs, Tools: r.toolList, MaxTokens: r.maxTokens()}
 }
@@ -358,7 +370,7 @@ func (r *run) step(ctx context.Context) (*streamed, error) {
 	r.res.Steps++
 	r.observe(Event{Kind: EventStep, Step: r.res.Steps})
 	req := r.request(ctx, r.history)
-	sctx, span := r.startChat(ctx, req)
+	sctx, span := r.startChat(ctx, req, true)
 	s, err := r.stream(sctx, req)
 	r.endChat(span, s, err)
 	return s, err

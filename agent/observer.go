@@ -83,7 +83,9 @@ type Event struct {
 	Err      error
 	// Result is an EventToolFinished's result text, as the tool returned
 	// it (before the per-result cap): the renderer shows its links as
-	// the task card's sources. Empty for calls that did not run.
+	// the task card's sources. Empty for calls that did not run. A
+	// TurnOnly result is here in full: an observer may show it, never
+	// keep it.
 	Result string
 }
 

@@ -35,6 +35,18 @@ type plan struct {
 	// started: the tool was called (it may have acted even if cut short).
 	started bool
 	dur     time.Duration
+	// keep is what transcripts keep in place of a TurnOnly result ("":
+	// the result itself).
+	keep string
+}
+
+// keptRes is the result as it may be kept (spans).
+func (p *plan) keptRes() provider.ToolResult {
+	res := p.res
+	if p.keep != "" {
+		res.Content, res.Parts = p.keep, nil
+	}
+	return res
 }
 
 func (p *plan) fail(reason, content string) {
@@ -130,9 +142,11 @@ func (r *run) grantValid(ctx context.Context, name string) bool {
 }
 
 // runTools decides and runs one step's calls and returns their results in
-// call order. If ctx ends, calls that did not finish are answered
-// "interrupted", so every call always gets a result.
-func (r *run) runTools(ctx context.Context, calls []provider.ToolCall) []provider.Message {
+// call order, as they are kept: a TurnOnly result is its placeholder
+// there, and full holds it as the model gets it, by index in results. If
+// ctx ends, calls that did not finish are answered "interrupted", so
+// every call always gets a result.
+func (r *run) runTools(ctx context.Context, calls []provider.ToolCall) (results []provider.Message, full map[int]provider.Message) {
 	plans := make([]*plan, len(calls))
 	for i, c := range calls {
 		plans[i] = &plan{call: c}
@@ -180,9 +194,17 @@ func (r *run) runTools(ctx context.Context, calls []provider.ToolCall) []provide
 		} else if !p.run {
 			r.observe(Event{Kind: EventToolFinished, Call: p.call, Hints: p.hints, Decision: p.dec, IsError: true, Text: p.reason})
 		}
-		out = append(out, r.capResult(p.res).Message())
+		m := r.capResult(p.res).Message()
+		if p.keep != "" {
+			if full == nil {
+				full = map[int]provider.Message{}
+			}
+			full[len(out)] = m
+			m = keptResult(m, p.keep)
+		}
+		out = append(out, m)
 	}
-	return out
+	return out, full
 }
 
 type callOutcome struct {
@@ -197,10 +219,11 @@ type callOutcome struct {
 func (r *run) call(ctx context.Context, p *plan) {
 	r.observe(Event{Kind: EventToolStarted, Call: p.call, Hints: p.hints, Decision: p.dec, Text: p.reason})
 	ctx, span := r.startTool(ctx, p)
-	defer func() { r.endTool(span, p.res) }()
+	defer func() { r.endTool(span, p.keptRes()) }()
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.a.opts.ToolTimeout)
 	defer cancel()
+	cctx, mark := withTurnOnlyMark(cctx)
 	ch := make(chan callOutcome, 1)
 	go func() {
 		defer func() {
@@ -247,11 +270,13 @@ func (r *run) call(ctx context.Context, p *plan) {
 		if o.out != "" {
 			res.Content += "\n" + o.out
 		}
+		p.keep = mark.placeholderOf()
 	default:
 		res.Content = o.out
 		if len(o.parts) > 0 {
 			res.Parts = r.toolParts(ctx, p.call.Name, o.parts)
 		}
+		p.keep = mark.placeholderOf()
 	}
 	p.res = res
 	reason := p.reason

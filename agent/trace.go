@@ -54,8 +54,10 @@ func (a *Agent) tracer() trace.Tracer {
 
 var noopTracer = noop.NewTracerProvider().Tracer("")
 
-// startChat opens the span of one model call.
-func (r *run) startChat(ctx context.Context, req provider.Request) (context.Context, trace.Span) {
+// startChat opens the span of one model call; turn says req was built
+// from the run's history (its captured content then shows TurnOnly
+// results as their placeholders).
+func (r *run) startChat(ctx context.Context, req provider.Request, turn bool) (context.Context, trace.Span) {
 	ctx, span := r.a.tracer().Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient))
 	if !span.IsRecording() {
 		return ctx, span
@@ -71,7 +73,11 @@ func (r *run) startChat(ctx context.Context, req provider.Request) (context.Cont
 		if len(req.Messages) > 0 && req.Messages[0].Role == provider.RoleSystem {
 			span.SetAttributes(attrSystemInstr.String(req.Messages[0].Content))
 		}
-		span.SetAttributes(attrInputMessages.String(messagesJSON(req.Messages)))
+		msgs := req.Messages
+		if turn {
+			msgs = r.keptRequest(msgs)
+		}
+		span.SetAttributes(attrInputMessages.String(messagesJSON(msgs)))
 	}
 	return ctx, span
 }

@@ -29,10 +29,14 @@ import (
 // puts on the person's app_mention or message event: Slack then answers
 // with what that person may see, narrowed by where they asked (in a public
 // channel, public channels only), so nobody is shown results they could
-// not see themselves. Nothing is indexed or kept by the bot beyond the
-// turn's transcript. The tool is read-only and trusted: like a read-only
-// tool of a trusted MCP server, it runs without an approval prompt (and
-// is audited like any tool). It is offered only when the event carried an
+// not see themselves. Slack forbids storing or copying the results, so
+// nothing is indexed, and a search's results are the model's for the
+// turn that made them only (agent.TurnOnly): the transcript in Redis
+// keeps a placeholder naming the query and the number of results, and a
+// later turn searches again. The tool is read-only and trusted: like a
+// read-only tool of a trusted MCP server, it runs without an approval
+// prompt (and is audited like any tool, by a digest of its arguments,
+// never its results). It is offered only when the event carried an
 // action_token and the workspace has the API (assistant.search.info,
 // asked once and remembered a while); without the API or the scope
 // (search:read.public, optional in manifest.yaml) it is simply absent.
@@ -271,7 +275,16 @@ func (t *searchTool) Call(ctx context.Context, input json.RawMessage) (string, e
 	if err != nil {
 		return t.failure(err)
 	}
+	if n := len(resp.Results.Messages); n > 0 {
+		// Slack's terms: results are not stored (slack-agents-2026.md §6).
+		agent.TurnOnly(ctx, searchPlaceholder(q, n))
+	}
 	return t.render(q, resp.Results.Messages), nil
+}
+
+// searchPlaceholder is what the transcript keeps of a search's results.
+func searchPlaceholder(q string, n int) string {
+	return fmt.Sprintf("[Slack search results are not kept after the turn, per Slack's terms: %d results for %q; search again if needed]", n, q)
 }
 
 // failure is what the model is told when the search failed: plain words

@@ -24,12 +24,7 @@ const (
 func newSearchHarness(t *testing.T) *harness {
 	t.Helper()
 	h := newHarness(t, harnessOpts{emu: slackemu.Options{NoRateLimits: true}})
-	h.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: chanProj, Name: "proj", BotMember: true, Members: []string{slackemu.UserGuest, slackemu.UserAlice}})
-	h.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: chanEng, Name: "eng"})
-	h.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: chanHR, Name: "hr", Private: true, Members: []string{slackemu.UserAlice}})
-	h.post(slackemu.UserPost{Channel: chanProj, User: slackemu.UserBob, Text: "billing decision: we go with Postgres", Silent: true, TS: "1767600000.000100"})
-	h.post(slackemu.UserPost{Channel: chanEng, User: slackemu.UserBob, Text: "billing decision record: Postgres approved by eng", Silent: true, TS: "1767600060.000100"})
-	h.post(slackemu.UserPost{Channel: chanHR, User: slackemu.UserAlice, Text: "billing decision on salaries is confidential", Silent: true, TS: "1767600120.000100"})
+	seedSearch(h)
 	h.llm.SetResponder(func(r llmemu.Recorded) llmemu.Reply {
 		last := r.LastMessage()
 		if last.Role == "tool" {
@@ -41,6 +36,17 @@ func newSearchHarness(t *testing.T) *harness {
 		return llmemu.Reply{Text: "no search here"}
 	})
 	return h
+}
+
+// seedSearch adds the search tests' channels and their messages.
+func seedSearch(h *harness) {
+	h.t.Helper()
+	h.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: chanProj, Name: "proj", BotMember: true, Members: []string{slackemu.UserGuest, slackemu.UserAlice}})
+	h.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: chanEng, Name: "eng"})
+	h.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: chanHR, Name: "hr", Private: true, Members: []string{slackemu.UserAlice}})
+	h.post(slackemu.UserPost{Channel: chanProj, User: slackemu.UserBob, Text: "billing decision: we go with Postgres", Silent: true, TS: "1767600000.000100"})
+	h.post(slackemu.UserPost{Channel: chanEng, User: slackemu.UserBob, Text: "billing decision record: Postgres approved by eng", Silent: true, TS: "1767600060.000100"})
+	h.post(slackemu.UserPost{Channel: chanHR, User: slackemu.UserAlice, Text: "billing decision on salaries is confidential", Silent: true, TS: "1767600120.000100"})
 }
 
 // toolResult is the last tool message the model got.

@@ -21,6 +21,11 @@ import (
 )
 
 // tokenRecord is one stored connection (sealed by the TokenStore).
+// ClientSecret is kept for a client registered dynamically only: the
+// operator's client (serverAuth.clientID) authenticates with the secret
+// configured at the time of each request (see clientSecret), so a
+// rotated secret works at the next refresh, and records written before
+// that rule lose theirs at their next save.
 type tokenRecord struct {
 	V             int              `json:"v"`
 	ServerURL     string           `json:"server_url"`
@@ -52,6 +57,16 @@ type tokenRecord struct {
 	RefreshedAt time.Time `json:"refreshed_at,omitzero"`
 }
 
+// clientSecret is the secret rec's client authenticates with: the one
+// configured now when rec's client is the operator's, else the one the
+// authorization server gave at dynamic registration.
+func (r *tokenRecord) clientSecret(sa serverAuth) string {
+	if sa.clientID != "" && r.ClientID == sa.clientID {
+		return sa.secret
+	}
+	return r.ClientSecret
+}
+
 // usable reports whether the access token may be sent (expiry unknown
 // counts as usable until the server says otherwise).
 func (r *tokenRecord) usable(now time.Time) bool {
@@ -61,19 +76,23 @@ func (r *tokenRecord) usable(now time.Time) bool {
 
 // stateRecord is a pending authorization, bound to its state.
 type stateRecord struct {
-	V             int              `json:"v"`
-	Team          string           `json:"team"`
-	User          string           `json:"user"`
-	Server        string           `json:"server"`
-	Principal     string           `json:"principal"`
-	Mode          string           `json:"mode"`
-	ServerURL     string           `json:"server_url"`
-	Checked       bool             `json:"checked"`
-	Verifier      string           `json:"verifier"`
-	Issuer        string           `json:"issuer"`
-	IssSupported  bool             `json:"iss_supported"`
-	ClientID      string           `json:"client_id"`
-	ClientSecret  string           `json:"client_secret,omitempty"`
+	V            int    `json:"v"`
+	Team         string `json:"team"`
+	User         string `json:"user"`
+	Server       string `json:"server"`
+	Principal    string `json:"principal"`
+	Mode         string `json:"mode"`
+	ServerURL    string `json:"server_url"`
+	Checked      bool   `json:"checked"`
+	Verifier     string `json:"verifier"`
+	Issuer       string `json:"issuer"`
+	IssSupported bool   `json:"iss_supported"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	// Configured: the client is the operator's (a preset, or client_id
+	// of the config file). Its secret is not stored: the callback takes
+	// the one configured then.
+	Configured    bool             `json:"configured,omitempty"`
 	AuthStyle     oauth2.AuthStyle `json:"auth_style"`
 	AuthURL       string           `json:"auth_url"`
 	TokenURL      string           `json:"token_url"`
@@ -264,6 +283,10 @@ func applicationType(redirect string) string {
 type resolvedClient struct {
 	id, secret string
 	style      oauth2.AuthStyle
+	// configured: the operator's client (serverAuth.clientID), whose
+	// secret is read from the configuration whenever it is needed and
+	// never stored.
+	configured bool
 }
 
 // registerClient picks the client in the spec's order: a pre-registered
@@ -282,7 +305,7 @@ func (o *oauthCore) registerClient(ctx context.Context, hc *http.Client, team st
 		if sa.secret == "" {
 			style = oauth2.AuthStyleInParams
 		}
-		return resolvedClient{sa.clientID, sa.secret, style}, nil
+		return resolvedClient{sa.clientID, sa.secret, style, true}, nil
 	}
 	if cimd := o.opts.MetadataURL(); cimd != "" && asm.ClientIDMetadataDocumentSupported {
 		return resolvedClient{id: cimd, style: oauth2.AuthStyleInParams}, nil
@@ -297,7 +320,7 @@ func (o *oauthCore) registerClient(ctx context.Context, hc *http.Client, team st
 		var c clientRecord
 		if json.Unmarshal(raw, &c) == nil && c.ClientID != "" && slices.Contains(c.RedirectURIs, redirect) &&
 			(c.Expires.IsZero() || time.Now().Before(c.Expires)) {
-			return resolvedClient{c.ClientID, c.ClientSecret, styleForMethod(c.AuthMethod)}, nil
+			return resolvedClient{id: c.ClientID, secret: c.ClientSecret, style: styleForMethod(c.AuthMethod)}, nil
 		}
 	}
 	meta := &oauthex.ClientRegistrationMetadata{
@@ -321,7 +344,7 @@ func (o *oauthCore) registerClient(ctx context.Context, hc *http.Client, team st
 		return resolvedClient{}, fmt.Errorf("storing the registered client: %w", err)
 	}
 	o.log.Info("mcp oauth client registered", "team", team, "server", sa.name, "issuer", asm.Issuer)
-	return resolvedClient{c.ClientID, c.ClientSecret, styleForMethod(c.AuthMethod)}, nil
+	return resolvedClient{id: c.ClientID, secret: c.ClientSecret, style: styleForMethod(c.AuthMethod)}, nil
 }
 
 // scopesFor picks what to ask for: the challenge's scope (authoritative
@@ -374,10 +397,14 @@ func (o *oauthCore) startConnect(ctx context.Context, key connKey, sa serverAuth
 		previous = rec.Scopes
 	}
 	scopes := scopesFor(d, sa, previous)
+	secret := client.secret
+	if client.configured {
+		secret = "" // the operator's: read again at the callback
+	}
 	st := stateRecord{V: 1, Team: key.team, User: requester, Server: key.server, Principal: key.principal, Mode: sa.mode,
 		ServerURL: sa.url, Checked: sa.checked, Verifier: oauth2.GenerateVerifier(), Issuer: d.asm.Issuer,
-		IssSupported: d.asm.AuthorizationResponseIssParameterSupported, ClientID: client.id, ClientSecret: client.secret,
-		AuthStyle: client.style, AuthURL: d.asm.AuthorizationEndpoint, TokenURL: d.asm.TokenEndpoint,
+		IssSupported: d.asm.AuthorizationResponseIssParameterSupported, ClientID: client.id, ClientSecret: secret,
+		Configured: client.configured, AuthStyle: client.style, AuthURL: d.asm.AuthorizationEndpoint, TokenURL: d.asm.TokenEndpoint,
 		RevocationURL: d.asm.RevocationEndpoint, Resource: d.prm.Resource, Scopes: scopes,
 		RedirectURL: o.opts.RedirectURL(), Created: time.Now().UTC()}
 	state := rand.Text()
@@ -470,6 +497,15 @@ func (m *Manager) CompleteCallback(ctx context.Context, state, code, iss, errCod
 	if code == "" {
 		return fail("the authorization response has no code")
 	}
+	if st.Configured {
+		// The operator's client: its secret as configured now (it may
+		// have been rotated since the link was made).
+		secret, err := m.configuredSecret(ctx, st.Team, st.Server, st.ClientID)
+		if err != nil {
+			return fail(err.Error())
+		}
+		st.ClientSecret = secret
+	}
 	sa := serverAuth{name: st.Server, url: st.ServerURL, checked: st.Checked, allowPrivate: m.opts.AllowPrivateNetworks, resolve: m.opts.Resolver}
 	hc, done := sa.httpClient()
 	defer done()
@@ -482,7 +518,11 @@ func (m *Manager) CompleteCallback(ctx context.Context, state, code, iss, errCod
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		granted = strings.Fields(s)
 	}
-	rec := &tokenRecord{V: 1, ServerURL: st.ServerURL, Issuer: st.Issuer, ClientID: st.ClientID, ClientSecret: st.ClientSecret,
+	keptSecret := st.ClientSecret
+	if st.Configured {
+		keptSecret = "" // refreshes read the configured one
+	}
+	rec := &tokenRecord{V: 1, ServerURL: st.ServerURL, Issuer: st.Issuer, ClientID: st.ClientID, ClientSecret: keptSecret,
 		AuthStyle: st.AuthStyle, AuthURL: st.AuthURL, TokenURL: st.TokenURL, RevocationURL: st.RevocationURL,
 		Resource: st.Resource, Scopes: granted, AccessToken: tok.AccessToken, TokenType: tok.TokenType,
 		RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, ConnectedBy: st.User, ConnectedAt: time.Now().UTC()}
@@ -505,6 +545,24 @@ func (m *Manager) CompleteCallback(ctx context.Context, state, code, iss, errCod
 }
 
 const outcomeConnected = "connected"
+
+// configuredSecret is the secret of the operator's client clientID for a
+// server, as configured now (a preset, or client_secret of the config
+// file). The server must still use that client.
+func (m *Manager) configuredSecret(ctx context.Context, team, server, clientID string) (string, error) {
+	_, mt, err := m.findMount(ctx, team, server)
+	if err != nil {
+		return "", errors.New("the server is no longer registered")
+	}
+	sa, err := mt.serverAuth()
+	if err != nil {
+		return "", err
+	}
+	if sa.clientID != clientID {
+		return "", errors.New("the server's OAuth client changed since the Connect link was made: use Connect again")
+	}
+	return sa.secret, nil
+}
 
 // tokenErrText describes a token endpoint failure without echoing the
 // response body (it may hold anything).

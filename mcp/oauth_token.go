@@ -199,14 +199,26 @@ func (o *oauthCore) refresh(ctx context.Context, key connKey, sa serverAuth, sta
 	hc, done := sa.httpClient()
 	defer done()
 	hc.Transport = &resourceOnRefresh{next: hc.Transport, tokenURL: rec.TokenURL, resource: rec.Resource}
-	cfg := &oauth2.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret, Scopes: rec.Scopes,
+	cfg := &oauth2.Config{ClientID: rec.ClientID, ClientSecret: rec.clientSecret(sa), Scopes: rec.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: rec.AuthURL, TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle}}
+	if sa.clientID != "" && rec.ClientID == sa.clientID {
+		rec.ClientSecret = "" // an earlier version's copy: never stored again
+	}
 	rctx := context.WithValue(ctx, oauth2.HTTPClient, hc)
 	tok, err := cfg.TokenSource(rctx, &oauth2.Token{RefreshToken: rec.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if !errors.As(err, &re) || (re.Response != nil && re.Response.StatusCode >= 500) {
 			return nil, fmt.Errorf("token refresh: %s", tokenErrText(err)) // transient: keep the connection
+		}
+		if clientRefusal(re.ErrorCode) {
+			// The bot's own client credentials were refused (a secret
+			// rotated at the authorization server, and this replica not
+			// yet configured with the new one): the person's grant is
+			// fine, and a new Connect would fail the same way.
+			o.log.Warn("mcp oauth: the authorization server refused the client's credentials; check the configured client secret",
+				"team", key.team, "server", key.server, "error", re.ErrorCode)
+			return nil, &clientRefusedError{server: sa.name, code: re.ErrorCode}
 		}
 		rec.NeedsReconnect, rec.Reason = true, "refresh refused: "+tokenErrText(err)
 		rec.AccessToken, rec.RefreshToken = "", ""
@@ -233,6 +245,26 @@ func (o *oauthCore) refresh(ctx context.Context, key connKey, sa serverAuth, sta
 		o.log.Warn("mcp oauth: storing a refreshed token failed", "team", key.team, "server", key.server, "err", err)
 	}
 	return rec, nil
+}
+
+// clientRefusal reports whether a token endpoint's error code means the
+// client's credentials were refused (RFC 6749 §5.2; Slack's own codes),
+// not the person's grant.
+func clientRefusal(code string) bool {
+	switch code {
+	case "invalid_client", "unauthorized_client", "invalid_client_id", "bad_client_secret":
+		return true
+	}
+	return false
+}
+
+// clientRefusedError is a refresh refused for the bot's client
+// credentials: the connection is kept, and nobody is asked to reconnect.
+type clientRefusedError struct{ server, code string }
+
+func (e *clientRefusedError) Error() string {
+	return fmt.Sprintf("%s refused the bot's OAuth client credentials (%s): the client secret in the bot's configuration is probably out of date (an operator must update it); the connection is kept",
+		e.server, e.code)
 }
 
 // markRefused records that the server refused token even after a refresh
@@ -378,7 +410,8 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 		again := h.fresh[sent]
 		h.mu.Unlock()
 		if !again {
-			if rec, err := h.o.refresh(ctx, h.key, h.sa, sent); err == nil {
+			rec, err := h.o.refresh(ctx, h.key, h.sa, sent)
+			if err == nil {
 				h.mu.Lock()
 				if h.fresh == nil || len(h.fresh) > 64 {
 					h.fresh = map[string]bool{}
@@ -386,6 +419,10 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 				h.fresh[rec.AccessToken] = true
 				h.mu.Unlock()
 				return nil
+			}
+			var cr *clientRefusedError
+			if errors.As(err, &cr) {
+				return err
 			}
 		}
 		h.o.markRefused(ctx, h.key, sent)
@@ -418,11 +455,12 @@ func (o *oauthCore) revoke(ctx context.Context, sa serverAuth, rec *tokenRecord)
 			continue
 		}
 		v := url.Values{"token": {t.token}, "token_type_hint": {t.hint}}
-		basic := rec.ClientSecret != "" && rec.AuthStyle == oauth2.AuthStyleInHeader
+		secret := rec.clientSecret(sa)
+		basic := secret != "" && rec.AuthStyle == oauth2.AuthStyleInHeader
 		if !basic {
 			v.Set("client_id", rec.ClientID)
-			if rec.ClientSecret != "" {
-				v.Set("client_secret", rec.ClientSecret)
+			if secret != "" {
+				v.Set("client_secret", secret)
 			}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.RevocationURL, strings.NewReader(v.Encode()))
@@ -431,7 +469,7 @@ func (o *oauthCore) revoke(ctx context.Context, sa serverAuth, rec *tokenRecord)
 		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if basic {
-			req.SetBasicAuth(url.QueryEscape(rec.ClientID), url.QueryEscape(rec.ClientSecret))
+			req.SetBasicAuth(url.QueryEscape(rec.ClientID), url.QueryEscape(secret))
 		}
 		resp, err := hc.Do(req)
 		if err != nil {

@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -145,4 +147,136 @@ func TestDiscoverySlackQuirk(t *testing.T) {
 	if n := srv.Stats().PathAwareDiscoveries; n != 1 {
 		t.Fatalf("%d path-aware discoveries, want 1 (tried, then passed over)", n)
 	}
+}
+
+// TestSlackPresetRotatedSecret: the app's client secret is rotated at
+// Slack and the bot restarted with the new SLACK_CLIENT_SECRET. A
+// connection made before keeps working: its refresh authenticates with
+// the secret configured now, also for a record an earlier version
+// stored with the secret in it (which loses it at that save). A replica
+// still on the old secret fails its call but leaves the connection
+// alone. Stored connections and pending authorizations never hold the
+// secret, and a new Connect redeems its code with the secret configured
+// now.
+func TestSlackPresetRotatedSecret(t *testing.T) {
+	const oldSecret, newSecret = "canary-old-app-secret", "canary-new-app-secret"
+	srv := oauthtest.New(t, oauthtest.Options{Slack: true, Scopes: SlackScopes, ClientID: "1111.2222", ClientSecret: oldSecret,
+		RedirectURIs: []string{"https://bobbin.test" + CallbackPath}})
+	// Replica 0 runs with the old secret; replica 1 is the bot restarted
+	// with the new one (same Redis).
+	secrets := []string{oldSecret, newSecret}
+	built := 0
+	r := newReplicas(t, 2, nil, nil, func(o *Options) {
+		o.AllowPrivateNetworks = true
+		o.Presets = map[string]Preset{servers.PresetSlack: SlackPreset("1111.2222", secrets[built])}
+		built++
+	})
+	reg := Registered{Name: "slack", URL: srv.URL, Auth: AuthUser, Preset: servers.PresetSlack, CreatedBy: "UALICE"}
+	alice := reqCtx(t, "UALICE")
+	if err := r.mgrs[0].Register(alice, "T1", reg); err != nil {
+		t.Fatal(err)
+	}
+	r.regs[1].set("T1", reg)
+	link, _, err := r.mgrs[0].StartConnect(alice, "T1", "slack", "UALICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := r.connect(0, link, "alice"); page.Code != 200 {
+		t.Fatalf("callback: %d %s", page.Code, page.Body)
+	}
+	stored := func(user string) string {
+		t.Helper()
+		raw, err := r.stores[0].OAuthConnection(alice, "T1", "slack", user)
+		if err != nil || raw == nil {
+			t.Fatalf("reading %s's connection: %v", user, err)
+		}
+		return string(raw)
+	}
+	if rec := stored("UALICE"); strings.Contains(rec, oldSecret) || strings.Contains(rec, "client_secret") {
+		t.Errorf("the connection record holds the client secret: %s", rec)
+	}
+	whoami := func(i int, ctx context.Context, want string) {
+		t.Helper()
+		tools, err := r.mgrs[i].Tools(ctx, "T1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := toolByName(t, tools, "slack__whoami").Call(ctx, nil); err != nil || out != want {
+			t.Fatalf("replica %d: whoami = %q, %v; want %q", i, out, err, want)
+		}
+	}
+	whoami(0, alice, "alice")
+
+	// A record as an earlier version stored it: with the secret.
+	var legacy map[string]any
+	if err := json.Unmarshal([]byte(stored("UALICE")), &legacy); err != nil {
+		t.Fatal(err)
+	}
+	legacy["client_secret"] = oldSecret
+	b, _ := json.Marshal(legacy)
+	if err := r.stores[0].PutOAuthConnection(alice, "T1", "slack", "UALICE", b); err != nil {
+		t.Fatal(err)
+	}
+
+	// The app's secret is rotated and the access token expires. A replica
+	// not yet restarted fails the call, but keeps the connection (the
+	// person's grant is fine): nobody is asked to reconnect.
+	srv.SetClientSecret("1111.2222", newSecret)
+	srv.ExpireAccessTokens()
+	prompts := r.prompts.count()
+	tools, err := r.mgrs[0].Tools(alice, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := toolByName(t, tools, "slack__whoami").Call(alice, nil); err == nil || !strings.Contains(err.Error(), "client credentials") {
+		t.Errorf("replica with the old secret: whoami = %q, %v; want the client's credentials refused", out, err)
+	}
+	if rec := stored("UALICE"); strings.Contains(rec, "needs_reconnect") || !strings.Contains(rec, `"refresh_token":"xoxe-1-canary-`) {
+		t.Errorf("a refresh refused for the client's credentials dropped the connection: %s", rec)
+	}
+	if n := r.prompts.count(); n != prompts {
+		t.Errorf("%d Connect prompts after the refusal, want none", n-prompts)
+	}
+	// The restarted bot refreshes with the new secret.
+	whoami(1, alice, "alice")
+	reqs := srv.TokenRequests()
+	last := reqs[len(reqs)-1]
+	if last.Get("grant_type") != "refresh_token" || last.Get("client_secret") != newSecret {
+		t.Errorf("last token request: grant %q with the %s secret; want a refresh with the new one",
+			last.Get("grant_type"), map[bool]string{true: "new", false: "old (or no)"}[last.Get("client_secret") == newSecret])
+	}
+	if st := srv.Stats(); st.Refreshes != 1 {
+		t.Errorf("%d refreshes, want 1", st.Refreshes)
+	}
+	if rec := stored("UALICE"); strings.Contains(rec, "client_secret") {
+		t.Errorf("the refreshed record still holds a client secret: %s", rec)
+	}
+
+	// A pending authorization holds no secret either, and a new Connect on
+	// the restarted bot redeems its code with the new secret.
+	bob := reqCtx(t, "UBOB")
+	peek, _, err := r.mgrs[1].StartConnect(bob, "T1", "slack", "UBOB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, _ := url.Parse(peek)
+	_, st, err := r.stores[1].TakeOAuthState(bob, pu.Query().Get("state"))
+	if err != nil || st == nil {
+		t.Fatalf("reading the pending authorization: %v", err)
+	}
+	if strings.Contains(string(st), "canary-") || strings.Contains(string(st), "client_secret") {
+		t.Errorf("the pending authorization holds the client secret: %s", st)
+	}
+	link, _, err = r.mgrs[1].StartConnect(bob, "T1", "slack", "UBOB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := r.connect(1, link, "bob"); page.Code != 200 {
+		t.Fatalf("callback: %d %s", page.Code, page.Body)
+	}
+	if rec := stored("UBOB"); strings.Contains(rec, "client_secret") {
+		t.Errorf("bob's connection record holds the client secret: %s", rec)
+	}
+	whoami(1, bob, "bob")
+	r.noCanary()
 }

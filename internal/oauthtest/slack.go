@@ -60,6 +60,17 @@ func (s *Server) slackRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/oauth.v2.user.access", s.slackToken)
 }
 
+// SetClientSecret replaces the secret of a pre-registered client (an
+// app's secret rotated): token requests with the old one are refused
+// from now on.
+func (s *Server) SetClientSecret(id, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clients[id]
+	c.id, c.secret = id, secret
+	s.clients[id] = c
+}
+
 // SetMCPEnabled turns Slack's MCP toggle for the app on or off (Slack
 // mode; on by default).
 func (s *Server) SetMCPEnabled(on bool) {
