@@ -154,19 +154,21 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 		return "", nil, fmt.Errorf("%s: %w", t.spec.Name, err)
 	}
 	var notes map[int]string
-	tableNote := ""
+	var tableNotes []string
 	if s := agent.FileSharerFrom(ctx); s != nil && !res.IsError {
 		notes = t.shareFiles(ctx, s, res)
 		if ts, ok := s.(agent.TableSharer); ok {
-			if tb, ok := resultTable(t.spec.Name, res); ok {
-				tableNote = ts.ShareTable(ctx, tb)
+			for _, tb := range resultTables(t.spec.Name, res) {
+				if n := ts.ShareTable(ctx, tb); n != "" {
+					tableNotes = append(tableNotes, n)
+				}
 			}
 		}
 	}
 	out, imgs := resultContent(res, images, notes)
-	if tableNote != "" {
-		// First, so the output cap never cuts it.
-		out = tableNote + "\n" + out
+	if len(tableNotes) > 0 {
+		// First, so the output cap never cuts them.
+		out = strings.Join(tableNotes, "\n") + "\n" + out
 	}
 	out = capOutput(out, t.mt.m.outputCap())
 	if res.IsError {
