@@ -136,6 +136,11 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 	if t.mt.isDisabled(t.remote) {
 		return "", nil, fmt.Errorf("tool %s is disabled: its definition changed since it was approved; a workspace admin must run `/bobbin mcp approve %s`", t.spec.Name, t.mt.cfg.Name)
 	}
+	// A definition approved while this turn ran is not the one the model
+	// (and a thread grant, bound to the pin) saw: the next turn offers it.
+	if t.mt.redefinedSince(t.remote, t.hints.Pin) {
+		return "", nil, fmt.Errorf("tool %s changed since this turn began (an admin approved a new definition); it can be used from the next message on", t.spec.Name)
+	}
 	args := json.RawMessage(`{}`)
 	if s := strings.TrimSpace(string(input)); s != "" && s != "null" {
 		if !json.Valid(input) || s[0] != '{' {
