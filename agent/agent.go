@@ -153,14 +153,16 @@ type Turn struct {
 	History []provider.Message
 	// Tools are offered to the model; Run sorts them by name.
 	Tools []Tool
-	// Grants are the tool names the person allowed for this session
-	// ("always allow in this thread").
+	// Grants are the tools the person allowed for this session ("always
+	// allow in this thread"), as GrantKey: a grant given for another
+	// definition of a tool (another Hints.Pin) does not apply.
 	Grants []string
-	// GrantValid, if set, is asked before a call runs on the strength of a
-	// grant; false means the grant was revoked since (the Revoke button):
-	// the grant is dropped and the person is asked again. An implementation
-	// that cannot tell should answer false.
-	GrantValid func(ctx context.Context, tool string) bool
+	// GrantValid, if set, is asked (with the grant's GrantKey) before a
+	// call runs on the strength of a grant; false means the grant was
+	// revoked since (the Revoke button): the grant is dropped and the
+	// person is asked again. An implementation that cannot tell should
+	// answer false.
+	GrantValid func(ctx context.Context, grant string) bool
 	// Approver asks a person about calls the policy does not allow; nil
 	// denies every such call.
 	Approver Approver

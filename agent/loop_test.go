@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +286,12 @@ func TestPermissions(t *testing.T) {
 		{name: "read-only untrusted asks", hints: &Hints{ReadOnly: true}, approver: always(Deny), wantAsked: 2, wantIn: "declined", wantDec: Deny},
 		{name: "denied by config beats grant", hints: &Hints{Denied: true}, grants: []string{"tool"}, approver: always(AllowOnce), wantIn: "not allowed", wantDec: Deny, wantGrant: true},
 		{name: "disabled", hints: &Hints{Disabled: true, Allowed: true}, approver: always(AllowOnce), wantIn: "disabled", wantDec: Deny},
+		// A grant is bound to the definition it was given for (a pinned
+		// tool's Hints.Pin): once the definition changed, it asks again.
+		{name: "grant of the same definition", hints: &Hints{Pin: "v2"}, grants: []string{"tool@v2"}, approver: always(Deny), wantRuns: 2, wantIn: "ok:", wantDec: AllowForSession, wantGrant: true},
+		{name: "grant of an earlier definition asks", hints: &Hints{Pin: "v2"}, grants: []string{"tool@v1"}, approver: always(Deny), wantAsked: 2, wantIn: "declined", wantDec: Deny},
+		{name: "unbound grant of a pinned tool asks", hints: &Hints{Pin: "v2"}, grants: []string{"tool"}, approver: always(Deny), wantAsked: 2, wantIn: "declined", wantDec: Deny},
+		{name: "allow for session binds the definition", hints: &Hints{Pin: "v2"}, approver: always(AllowForSession), wantAsked: 1, wantRuns: 2, wantIn: "ok:", wantDec: AllowForSession, wantGrant: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,7 +307,16 @@ func TestPermissions(t *testing.T) {
 				pt.Text("done"))
 			turn := e.turn(h, tool)
 			turn.Grants = tc.grants
-			turn.GrantValid = func(context.Context, string) bool { return !tc.revoked }
+			wantKey := "tool"
+			if tc.hints != nil {
+				wantKey = GrantKey("tool", *tc.hints)
+			}
+			turn.GrantValid = func(_ context.Context, key string) bool {
+				if key != wantKey {
+					t.Errorf("GrantValid(%q); want %q", key, wantKey)
+				}
+				return !tc.revoked
+			}
 			if tc.approver != nil {
 				turn.Approver = tc.approver
 			}
@@ -326,7 +342,7 @@ func TestPermissions(t *testing.T) {
 			if len(fin) != 2 || fin[0].Decision != tc.wantDec {
 				t.Errorf("finished events %+v; want 2 with decision %v", fin, tc.wantDec)
 			}
-			gotGrant := len(res.Grants) == 1 && res.Grants[0] == "tool"
+			gotGrant := slices.Contains(res.Grants, wantKey)
 			if gotGrant != tc.wantGrant {
 				t.Errorf("grants %v, want granted=%v", res.Grants, tc.wantGrant)
 			}

@@ -63,6 +63,22 @@ type Hints struct {
 	AdminOnly bool
 	// Private: in a channel, the result goes to the asker only.
 	Private bool
+	// Pin identifies the tool's definition as pinned (mcp: the hash of what
+	// the model and the policy see of it); "" for a tool without one. A
+	// thread-wide permission is bound to it (GrantKey), so a changed
+	// definition is asked about again in every thread.
+	Pin string
+}
+
+// GrantKey is what a thread-wide permission for the tool name with hints
+// h is kept as: the name, bound to the definition it was given for
+// (name@pin) when the tool has a pin. Turn.Grants, Turn.GrantValid and
+// the grants of Result and Checkpoint use these keys.
+func GrantKey(name string, h Hints) string {
+	if h.Pin == "" {
+		return name
+	}
+	return name + "@" + h.Pin
 }
 
 // HintedTool is a Tool that also describes itself for the permission policy.

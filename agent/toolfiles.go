@@ -41,13 +41,22 @@ func FileSharerFrom(ctx context.Context) FileSharer {
 	return s
 }
 
-// ToolTable is a tool result that is a JSON array of flat objects, as
-// rows: Columns in the order the first objects gave them, one cell per
+// ToolTable is a tool result that is a JSON array of flat objects, or a
+// Markdown (GitHub pipe) table in a result's text, as rows: Columns in
+// the order the first objects (or the header row) gave them, one cell per
 // column (the value as text, "" when absent).
 type ToolTable struct {
 	Tool    string
 	Columns []string
 	Rows    [][]string
+	// Align is each column's alignment as a Markdown table's delimiter row
+	// says ("left", "center", "right"; "" when it says none); nil for JSON.
+	Align []string
+	// Markdown: the table is one written in the result's text (the model
+	// gets that text as it is); N is its number (1, 2, …) when the text
+	// holds several, 0 otherwise.
+	Markdown bool
+	N        int
 }
 
 // TableSharer is a FileSharer that also shows tabular results to the

@@ -93,7 +93,7 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	case h.ReadOnly && h.Trusted && h.Policy == "":
 		p.run, p.dec, p.reason = true, AllowOnce, "read-only tool of a trusted server"
 		return true
-	case r.grants[name] && !h.OnceOnly && r.grantValid(ctx, name):
+	case r.grants[GrantKey(name, h)] && !h.OnceOnly && r.grantValid(ctx, GrantKey(name, h)):
 		p.run, p.dec, p.reason = true, AllowForSession, "allowed for this thread"
 		return true
 	}
@@ -120,7 +120,7 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	case dec == AllowForSession && h.OnceOnly:
 		p.run, p.dec, p.reason = true, AllowOnce, "approved once"
 	case dec == AllowForSession:
-		r.grants[name] = true
+		r.grants[GrantKey(name, h)] = true
 		p.run, p.dec, p.reason = true, AllowForSession, "approved for this thread"
 	case dec == AllowOnce:
 		p.run, p.dec, p.reason = true, AllowOnce, "approved once"
@@ -130,14 +130,14 @@ func (r *run) decide(ctx context.Context, p *plan) bool {
 	return true
 }
 
-// grantValid checks a grant with Turn.GrantValid; a revoked grant is
-// dropped so the person is asked again. Decisions are made one at a time,
-// so r.grants needs no lock here.
-func (r *run) grantValid(ctx context.Context, name string) bool {
-	if r.t.GrantValid == nil || r.t.GrantValid(ctx, name) {
+// grantValid checks a grant (its GrantKey) with Turn.GrantValid; a
+// revoked grant is dropped so the person is asked again. Decisions are
+// made one at a time, so r.grants needs no lock here.
+func (r *run) grantValid(ctx context.Context, key string) bool {
+	if r.t.GrantValid == nil || r.t.GrantValid(ctx, key) {
 		return true
 	}
-	delete(r.grants, name)
+	delete(r.grants, key)
 	return false
 }
 

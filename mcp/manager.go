@@ -451,6 +451,9 @@ func exposeAll(mts []*mount) []exposure {
 			h := hintsFor(mt.cfg, t)
 			st := states[t.Name]
 			h.Disabled = st == nil || st.disabledReason != ""
+			if st != nil {
+				h.Pin = st.hash // thread grants are bound to it (agent.GrantKey)
+			}
 			out = append(out, exposure{mt: mt, tool: t, state: st, exposed: exposedName(mt.cfg.Name, t.Name, taken), hints: h})
 		}
 	}

@@ -443,6 +443,15 @@ func (mt *mount) isDisabled(tool string) bool {
 	return st == nil || st.disabledReason != ""
 }
 
+// redefinedSince reports whether tool's definition is no longer the one
+// whose hash is pin (an admin approved a new one since it was offered).
+func (mt *mount) redefinedSince(tool, pin string) bool {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	st := mt.states[tool]
+	return pin != "" && st != nil && st.hash != pin
+}
+
 // call runs one tools/call on the live connection, reconnecting (after the
 // back-off) when the server went away.
 func (mt *mount) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {

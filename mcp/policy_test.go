@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/agent/servers"
 )
 
@@ -293,5 +295,49 @@ func TestPolicyResetOnChange(t *testing.T) {
 	tools, _ = m.ToolsFor(ctx, Access{Team: "T1", Channel: "D1", DM: true})
 	if h := toolByName(t, tools, "evil__shifty").Hints(); h.Policy != "auto" {
 		t.Errorf("shifty after the admin set it again: policy %q; want auto", h.Policy)
+	}
+}
+
+// TestPinBindsGrants: every tool carries its definition's pin
+// (agent.Hints.Pin, which thread grants are bound to); approving a
+// changed definition gives that tool a new pin and leaves the others'
+// alone, and the tool as offered before the approval refuses to run.
+func TestPinBindsGrants(t *testing.T) {
+	cfg := &Config{Servers: []ServerConfig{testServerConfig(t, "evil", "legacy", map[string]string{"RUG_PULL": "1"})}}
+	m := newTestManager(t, cfg, nil)
+	ctx := context.Background()
+	before, err := m.Tools(ctx, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shifty, echo := toolByName(t, before, "evil__shifty").Hints(), toolByName(t, before, "evil__echo").Hints()
+	if shifty.Pin == "" || echo.Pin == "" || shifty.Pin == echo.Pin {
+		t.Fatalf("pins: shifty %q, echo %q; want two different hashes", shifty.Pin, echo.Pin)
+	}
+	if k := agent.GrantKey("evil__shifty", shifty); k != "evil__shifty@"+shifty.Pin {
+		t.Errorf("GrantKey = %q", k)
+	}
+	waitFor(t, func() bool {
+		return slices.Contains(statusOf(t, m.Manager, "T1", "evil").Disabled, "shifty")
+	})
+	if _, err := m.Approve(ctx, "T1", "evil"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := m.Tools(ctx, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := toolByName(t, after, "evil__shifty").Hints(); h.Pin == "" || h.Pin == shifty.Pin {
+		t.Errorf("shifty's pin after its new definition was approved: %q (before %q); want a new one", h.Pin, shifty.Pin)
+	}
+	if h := toolByName(t, after, "evil__echo").Hints(); h.Pin != echo.Pin {
+		t.Errorf("echo's pin moved from %q to %q though its definition did not change", echo.Pin, h.Pin)
+	}
+	// The tool as a turn that began before the approval has it.
+	if _, err := toolByName(t, before, "evil__shifty").Call(ctx, json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "changed since this turn began") {
+		t.Errorf("the old shifty's call: %v; want refused as changed", err)
+	}
+	if _, err := toolByName(t, before, "evil__echo").Call(ctx, json.RawMessage(`{"message":"hi"}`)); err != nil {
+		t.Errorf("the unchanged echo's call: %v", err)
 	}
 }

@@ -136,6 +136,11 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 	if t.mt.isDisabled(t.remote) {
 		return "", nil, fmt.Errorf("tool %s is disabled: its definition changed since it was approved; a workspace admin must run `/bobbin mcp approve %s`", t.spec.Name, t.mt.cfg.Name)
 	}
+	// A definition approved while this turn ran is not the one the model
+	// (and a thread grant, bound to the pin) saw: the next turn offers it.
+	if t.mt.redefinedSince(t.remote, t.hints.Pin) {
+		return "", nil, fmt.Errorf("tool %s changed since this turn began (an admin approved a new definition); it can be used from the next message on", t.spec.Name)
+	}
 	args := json.RawMessage(`{}`)
 	if s := strings.TrimSpace(string(input)); s != "" && s != "null" {
 		if !json.Valid(input) || s[0] != '{' {
@@ -154,19 +159,21 @@ func (t *remoteTool) call(ctx context.Context, input json.RawMessage, images boo
 		return "", nil, fmt.Errorf("%s: %w", t.spec.Name, err)
 	}
 	var notes map[int]string
-	tableNote := ""
+	var tableNotes []string
 	if s := agent.FileSharerFrom(ctx); s != nil && !res.IsError {
 		notes = t.shareFiles(ctx, s, res)
 		if ts, ok := s.(agent.TableSharer); ok {
-			if tb, ok := resultTable(t.spec.Name, res); ok {
-				tableNote = ts.ShareTable(ctx, tb)
+			for _, tb := range resultTables(t.spec.Name, res) {
+				if n := ts.ShareTable(ctx, tb); n != "" {
+					tableNotes = append(tableNotes, n)
+				}
 			}
 		}
 	}
 	out, imgs := resultContent(res, images, notes)
-	if tableNote != "" {
-		// First, so the output cap never cuts it.
-		out = tableNote + "\n" + out
+	if len(tableNotes) > 0 {
+		// First, so the output cap never cuts them.
+		out = strings.Join(tableNotes, "\n") + "\n" + out
 	}
 	out = capOutput(out, t.mt.m.outputCap())
 	if res.IsError {

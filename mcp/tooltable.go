@@ -12,27 +12,52 @@ import (
 )
 
 // Tabular results: a result whose text (or, without text, structured
-// content) is a JSON array of flat objects is shown to the person as a
-// table by a sharer that can (agent.TableSharer); the model still gets the
-// JSON, plus the sharer's line.
+// content) is a JSON array of flat objects, or whose text holds Markdown
+// tables (mdtable.go), is shown to the person as tables by a sharer that
+// can (agent.TableSharer); the model still gets the text, plus the
+// sharer's line for each table.
 
 // maxTableCells bounds the cells read from one result.
 const maxTableCells = 1 << 20
 
-// resultTable is res as a table; false when it is not one.
-func resultTable(tool string, res *mcp.CallToolResult) (agent.ToolTable, bool) {
+// resultTables are res's tables: the JSON rows it is (all text, or
+// structured content alone), or else the Markdown tables in its text
+// blocks; none when it has neither.
+func resultTables(tool string, res *mcp.CallToolResult) []agent.ToolTable {
 	var text []byte
+	onlyText := true
 	for _, c := range res.Content {
 		t, ok := c.(*mcp.TextContent)
 		if !ok {
-			return agent.ToolTable{}, false
+			onlyText = false
+			continue
 		}
 		text = append(text, t.Text...)
 	}
-	if len(text) == 0 && res.StructuredContent != nil {
-		text, _ = json.Marshal(res.StructuredContent)
+	if onlyText {
+		if len(text) == 0 && res.StructuredContent != nil {
+			text, _ = json.Marshal(res.StructuredContent)
+		}
+		if t, ok := parseTable(tool, text); ok {
+			return []agent.ToolTable{t}
+		}
 	}
-	return parseTable(tool, text)
+	var out []agent.ToolTable
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			out = append(out, markdownTables(tool, t.Text)...)
+		}
+	}
+	if len(out) > maxMarkdownTables {
+		out = out[:maxMarkdownTables]
+	}
+	for i := range out {
+		out[i].N = 0
+		if len(out) > 1 {
+			out[i].N = i + 1
+		}
+	}
+	return out
 }
 
 // parseTable reads a JSON array of objects whose values are all scalars,

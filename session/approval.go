@@ -33,6 +33,18 @@ type Approval struct {
 	// AdminOnly: the tool policy says only an admin's click counts.
 	// OnceOnly: no thread-wide permission may be given (destructive).
 	AdminOnly, OnceOnly bool
+	// Grant is what Always allow stores in the thread's grants (the tool
+	// bound to its definition: agent.GrantKey); empty on approvals
+	// recorded before it existed, which grant Tool (GrantName).
+	Grant string
+}
+
+// GrantName is the thread grant this approval gives and revokes.
+func (a Approval) GrantName() string {
+	if a.Grant != "" {
+		return a.Grant
+	}
+	return a.Tool
 }
 
 // approvalPrompts is the lifecycle of approvals (prompt.go).
@@ -43,11 +55,11 @@ var approvalPrompts = &prompts[Approval]{
 	index:  func(k keys, t ThreadKey) string { return k.thread(t).approvals },
 	encode: func(_ *Store, a Approval) ([]any, error) {
 		return append(a.core().fields("tool", a.Tool, "args_digest", a.ArgsDigest, "call_id", a.CallID),
-			"admin_only", flag(a.AdminOnly), "once_only", flag(a.OnceOnly)), nil
+			"admin_only", flag(a.AdminOnly), "once_only", flag(a.OnceOnly), "grant", a.Grant), nil
 	},
 	decode: func(_ *Store, _ string, h map[string]string, c Prompt) (Approval, error) {
 		a := Approval{Tool: h["tool"], ArgsDigest: h["args_digest"], CallID: h["call_id"],
-			AdminOnly: h["admin_only"] == "1", OnceOnly: h["once_only"] == "1"}
+			AdminOnly: h["admin_only"] == "1", OnceOnly: h["once_only"] == "1", Grant: h["grant"]}
 		return a.withCore(c), nil
 	},
 }

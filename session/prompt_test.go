@@ -71,6 +71,7 @@ func TestApprovalRecordLayout(t *testing.T) {
 	k := testThread()
 	in := newApproval(k, time.Minute)
 	in.AdminOnly = true
+	in.Grant = "delete_file@9f2c"
 	ap, err := s.CreateApproval(ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestApprovalRecordLayout(t *testing.T) {
 		"requester": "U1", "server": "srv", "tool": "delete_file", "args_digest": "sha256:abc", "call_id": "call_1",
 		"created": msText(ap.Created), "expires": msText(ap.Expires), "state": "pending",
 		"decided_by": "", "decided_at": "", "message_ts": "1700000002.000300",
-		"admin_only": "1", "once_only": "",
+		"admin_only": "1", "once_only": "", "grant": "delete_file@9f2c",
 	}
 	if got := s.rdb.HGetAll(ctx, rec).Val(); !maps.Equal(got, want) {
 		t.Errorf("record %s =\n%v\nwant\n%v", rec, got, want)
@@ -138,6 +139,9 @@ func TestApprovalOldRecordRead(t *testing.T) {
 	want := Approval{Prompt: Prompt{ID: "old1", Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS, Requester: "U1", Server: "srv", Created: created, Expires: expires, State: ApprovalPending, MessageTS: "1.2"}, Tool: "t", ArgsDigest: "d", CallID: "c1", OnceOnly: true}
 	if got, err := s.GetApproval(ctx, "old1"); err != nil || got != want {
 		t.Fatalf("GetApproval = %+v, %v\nwant %+v", got, err, want)
+	}
+	if g := want.GrantName(); g != "t" {
+		t.Errorf("GrantName of a record without grant = %q, want the tool", g)
 	}
 	if p, err := s.PendingApprovals(ctx, k); err != nil || len(p) != 1 || p[0] != want {
 		t.Fatalf("PendingApprovals = %+v, %v", p, err)

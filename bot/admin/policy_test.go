@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -58,5 +59,29 @@ func TestPolicyToolsLine(t *testing.T) {
 	want := "policy: auto-in-dm (runs without asking in DMs, asks in channels): `find` · ask (asks): `wipe` (every time), `lookup` (private), `edit` (definition changed)"
 	if got := policyToolsLine(sp); got != want {
 		t.Errorf("policyToolsLine =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestReadmePolicyCommands: every `/bobbin mcp policy` example in
+// README.md parses.
+func TestReadmePolicyCommands(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		cmdline, ok := strings.CutPrefix(strings.TrimSpace(line), "/bobbin ")
+		if !ok || !strings.HasPrefix(cmdline, "mcp policy ") {
+			continue
+		}
+		cmdline, _, _ = strings.Cut(cmdline, "#")
+		n++
+		if cmd, err := parseCommand(strings.TrimSpace(cmdline)); err != nil || cmd.Op != opPolicy {
+			t.Errorf("README: /bobbin %s: %+v, %v", cmdline, cmd, err)
+		}
+	}
+	if n < 3 {
+		t.Errorf("README.md has %d /bobbin mcp policy examples, want at least 3", n)
 	}
 }

@@ -127,7 +127,7 @@ func (a *threadApprover) Approve(ctx context.Context, req agent.ApprovalRequest)
 			Prompt: session.Prompt{ID: id, Team: k.Team, Channel: k.Channel, ThreadTS: k.ThreadTS,
 				Requester: a.requester, Server: req.Hints.Server, Expires: expires, MessageTS: ts},
 			Tool: req.Call.Name, ArgsDigest: ArgsDigest(json.RawMessage(req.Call.Arguments)), CallID: req.Call.ID,
-			AdminOnly: req.Hints.AdminOnly, OnceOnly: req.Hints.OnceOnly,
+			AdminOnly: req.Hints.AdminOnly, OnceOnly: req.Hints.OnceOnly, Grant: agent.GrantKey(req.Call.Name, req.Hints),
 		})
 		if err != nil {
 			p.log.With(threadAttrs(k)...).Error("bot: storing the approval failed; denying", "err", err)
@@ -461,7 +461,7 @@ func (p *Prompts) approvalAction(ctx context.Context, cb slack.InteractionCallba
 			p.Tell(ctx, cb, ap.ThreadTS, "There is no thread-wide permission to revoke here.")
 			return
 		}
-		if err := cs.RevokeGrant(ctx, ap.Thread(), ap.Tool); err != nil {
+		if err := cs.RevokeGrant(ctx, ap.Thread(), ap.GrantName()); err != nil {
 			log.Warn("bot: revoking a grant failed", "err", err)
 			p.Tell(ctx, cb, ap.ThreadTS, "I couldn't revoke the permission just now. Please try again.")
 			return
@@ -492,7 +492,7 @@ func (p *Prompts) approvalAction(ctx context.Context, cb slack.InteractionCallba
 	// Grant before deciding: the waiting turn may end, and the next one
 	// start, right after the decision; a lost race takes the grant back.
 	if state == session.ApprovalAllowSession && !ap.Decided() {
-		if err := cs.Grant(ctx, ap.Thread(), ap.Tool); err != nil {
+		if err := cs.Grant(ctx, ap.Thread(), ap.GrantName()); err != nil {
 			log.Warn("bot: storing the thread grant failed", "err", err)
 			p.Tell(ctx, cb, ap.ThreadTS, "I couldn't record your answer just now. Please try again.")
 			return
@@ -506,7 +506,7 @@ func (p *Prompts) approvalAction(ctx context.Context, cb slack.InteractionCallba
 	}
 	if !won {
 		if state == session.ApprovalAllowSession && got.State != session.ApprovalAllowSession {
-			if err := cs.RevokeGrant(ctx, ap.Thread(), ap.Tool); err != nil {
+			if err := cs.RevokeGrant(ctx, ap.Thread(), ap.GrantName()); err != nil {
 				log.Warn("bot: taking back a grant failed", "err", err)
 			}
 		}

@@ -46,6 +46,8 @@ func filesMCP(t *testing.T, csv, pngData, pdf, big []byte) string {
 	add("report", &mcpsdk.ResourceLink{URI: "reports://q3", Name: "q3-report.pdf", MIMEType: "application/pdf", Size: &size})
 	add("rows12", &mcpsdk.TextContent{Text: jsonRows(12)})
 	add("rows2000", &mcpsdk.TextContent{Text: jsonRows(2000)})
+	add("md12", &mcpsdk.TextContent{Text: "Open orders:\n\n" + mdRows(12) + "\n\n12 orders in all."})
+	add("md300", &mcpsdk.TextContent{Text: mdRows(300)})
 	add("dump", &mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "file:///dump.bin", MIMEType: "application/octet-stream", Blob: big}})
 	srv.AddResource(&mcpsdk.Resource{URI: "reports://q3", Name: "q3-report.pdf", MIMEType: "application/pdf"},
 		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -72,15 +74,27 @@ func jsonRows(n int) string {
 	return b.String()
 }
 
+// mdRows is a Markdown table of n orders (an escaped pipe in each item,
+// the amount right-aligned), as a model-facing tool might write one.
+func mdRows(n int) string {
+	var b strings.Builder
+	b.WriteString("| Order | Item | Amount |\n|---|:--|--:|\n")
+	for i := range n {
+		fmt.Fprintf(&b, "| %d | Tea \\| cake %d | `%d.50` |\n", i, i, i)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // TestToolFilesUploadedIntoThread runs the whole program against the
 // Slack emulator (default rate limits), real Redis, the model emulator and
 // an MCP server returning files: a 300 KB CSV resource and a PNG become two
 // files in the thread (exact bytes, names, types; one upload URL each), a
 // linked resource is read from the server and uploaded, the model is told
 // what was shared and never gets the bytes, a file over
-// TOOL_FILE_MAX_BYTES becomes a note to the person and the model, and
-// Slack answers no call with 429. It runs with each provider (the OpenAI
-// and the Anthropic protocol of the model emulator).
+// TOOL_FILE_MAX_BYTES becomes a note to the person and the model, JSON
+// rows and a Markdown table become table blocks (or CSV files past a
+// table's limits), and Slack answers no call with 429. It runs with each
+// provider (the OpenAI and the Anthropic protocol of the model emulator).
 func TestToolFilesUploadedIntoThread(t *testing.T) {
 	for _, provider := range []string{"openai", "anthropic"} {
 		t.Run(provider, func(t *testing.T) { testToolFiles(t, provider) })
@@ -258,6 +272,35 @@ func testToolFiles(t *testing.T, provider string) {
 	}
 	if !strings.Contains(result, "(2000 rows × 4 columns) is too large for a table") {
 		t.Errorf("the model's tool result for rows2000: %.300q", result)
+	}
+	// A Markdown table with text around it: a table block, aligned as
+	// its delimiter row says, cells as plain text; the model still gets
+	// the text.
+	th, result = ask("md12")
+	table = nil
+	for _, m := range emu.BotReplies(slackemu.DMAlice, th) {
+		if bytes.Contains(m.Blocks, []byte(`"type":"table"`)) {
+			table = m.Blocks
+		}
+	}
+	for _, want := range []string{`{"type":"raw_text","text":"Amount"}`, `"text":"Tea | cake 11"`, `"text":"11.50"`,
+		`"column_settings":[{"align":"left","is_wrapped":false},{"align":"left","is_wrapped":false},{"align":"right","is_wrapped":false}]`} {
+		if !bytes.Contains(table, []byte(want)) {
+			t.Errorf("the table of md12 lacks %s; blocks: %s", want, table)
+		}
+	}
+	if !strings.Contains(result, "[the table in this result (12 rows × 3 columns) is shown to the person as a table") ||
+		!strings.Contains(result, "Open orders:") || !strings.Contains(result, "12 orders in all.") {
+		t.Errorf("the model's tool result for md12: %.400q", result)
+	}
+	// 300 rows: a CSV file.
+	th, result = ask("md300")
+	if got := files(th); len(got) != 1 || got[0].Name != srvName+"__md300.csv" ||
+		!bytes.HasPrefix(got[0].Content, []byte("Order,Item,Amount\n0,Tea | cake 0,0.50\n")) || bytes.Count(got[0].Content, []byte("\n")) != 301 {
+		t.Errorf("md300's files: %d; want one CSV of 301 lines", len(got))
+	}
+	if !strings.Contains(result, "(300 rows × 3 columns) is too large for a table") {
+		t.Errorf("the model's tool result for md300: %.300q", result)
 	}
 
 	if rl := emu.RateLimited(); len(rl) != 0 {

@@ -652,10 +652,21 @@ func checkContextActions(b block) error {
 
 // checkTable validates a table block: 1–100 rows of 1–20 cells
 // (raw_text, rich_text, raw_number), at most 10 000 characters of cell
-// text.
+// text, at most 20 column settings (null, or an alignment of left, center
+// or right).
 func checkTable(b block, chars *int) error {
-	if len(b.Rows) == 0 || len(b.Rows) > 100 {
+	if len(b.Rows) == 0 || len(b.Rows) > 100 || len(b.ColumnSettings) > 20 {
 		return apiError("invalid_blocks")
+	}
+	for _, c := range b.ColumnSettings {
+		if c == nil {
+			continue
+		}
+		switch c.Align {
+		case "", "left", "center", "right":
+		default:
+			return apiError("invalid_blocks")
+		}
 	}
 	for _, row := range b.Rows {
 		if len(row) == 0 || len(row) > 20 {

@@ -49,6 +49,12 @@ type block struct {
 	Element   json.RawMessage     `json:"element"`
 	Label     json.RawMessage     `json:"label"`
 	Rows      [][]json.RawMessage `json:"rows"`
+	// ColumnSettings are a table's: at most 20, each null or
+	// {align, is_wrapped}.
+	ColumnSettings []*struct {
+		Align     string `json:"align"`
+		IsWrapped *bool  `json:"is_wrapped"`
+	} `json:"column_settings"`
 }
 
 type textObject struct {
