@@ -1,14 +1,17 @@
 package stream
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
+	"github.com/bobbinbot/bobbin/bot/slackapi"
 )
 
 // Task cards after a native stream (reference slack-agents-2026.md §3,
@@ -81,6 +84,21 @@ func (r *Reply) toolsByPiece(segs []int) (byPiece map[int][]toolCall, earlier in
 		byPiece[at] = append(byPiece[at], c)
 	}
 	return byPiece, earlier
+}
+
+// liveToolsOnly keeps a stream's message live when the stream closed
+// before any text came (it showed tool calls only, such as one long
+// call): the message shows the calls as cards, the status and the Stop
+// button until text comes. Lossy, like every interim edit.
+func (r *Reply) liveToolsOnly(ctx context.Context, status string) {
+	tools, earlier := r.toolsByPiece([]int{0}) // no text, so no approval prompt yet: one stretch
+	v := view{status: status, live: true, tools: tools[0], earlier: earlier}
+	p := &r.posted[0]
+	if p.rendered == r.renderKey(v) || time.Since(p.at) < r.editSpacing() ||
+		(!r.held[slackapi.PoolEdit] && !r.mayGoLive(slackapi.PoolEdit)) {
+		return
+	}
+	r.update(ctx, p, v, false)
 }
 
 // toolBlocks renders a piece's tool calls: task_card blocks (the last

@@ -207,6 +207,37 @@ func TestNativeRolloverFinishesTaskCards(t *testing.T) {
 	}
 }
 
+// TestNativeRolloverBeforeAnyText: a stream that showed only a running
+// tool call when it was closed for its age (a long call before any text)
+// stays live: the card, the status and our Stop; then the text comes and
+// the final edit has the card complete.
+func TestNativeRolloverBeforeAnyText(t *testing.T) {
+	g := newRig(t)
+	r, end := rollingReply(t, g)
+	slow := provider.ToolCall{ID: "s1", Name: "slow_report"}
+	r.Observe(agent.Event{Kind: agent.EventStep, Step: 1})
+	r.Observe(agent.Event{Kind: agent.EventToolStarted, Call: slow})
+	waitFor(t, "the rollover", func() bool { return len(g.emu.Calls("chat.stopStream")) == 1 })
+	if msgs := g.replies(); len(msgs) != 1 || shownText(msgs[0]) != "" {
+		t.Fatalf("replies %+v, want the stream's message without text", msgs)
+	}
+	waitFor(t, "the live message with the running card and Stop", func() bool {
+		s := blocksOf(t, g.replies()[0])
+		return s.cards["s1"] == "in_progress" && s.stop != "" && len(s.contexts) == 1 && strings.Contains(s.contexts[0], "Running slow_report")
+	})
+	r.Observe(agent.Event{Kind: agent.EventToolFinished, Call: slow})
+	r.Observe(agent.Event{Kind: agent.EventStep, Step: 2})
+	r.Observe(agent.Event{Kind: agent.EventText, Text: "The report is ready."})
+	end("")
+	msgs := g.replies()
+	if len(msgs) != 1 {
+		t.Fatalf("%d replies, want 1", len(msgs))
+	}
+	if s := blocksOf(t, msgs[0]); s.cards["s1"] != "complete" || s.stop != "" || !s.feedback || shownText(msgs[0]) != "The report is ready." {
+		t.Errorf("final message %s: want the text, the card complete, the feedback, no Stop", msgs[0].Blocks)
+	}
+}
+
 // TestNativeApprovalCardCompletes: the card of a call that waits for
 // approval is pending in the stream closed before the wait; after the
 // call runs, the stream's message shows it complete, and the text after

@@ -463,6 +463,10 @@ func (r *Reply) flush(ctx context.Context, final bool) {
 		r.prog = r.progressLine()
 	}
 	if strings.TrimSpace(text) == "" {
+		if cards && !final && len(r.posted) == 1 {
+			r.liveToolsOnly(ctx, status)
+			return
+		}
 		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant || !r.mayGoLive(slackapi.PoolEdit) {
 			return
 		}
