@@ -184,3 +184,19 @@ func TestE2EStreamLifetimeOption(t *testing.T) {
 		t.Errorf("tool ran %d times, want 1", tool.calls.Load())
 	}
 }
+
+// TestStreamLifetimeOptionChecked: bot.New refuses a stream lifetime
+// Slack would cut short (5 minutes or more) or a negative one; zero means
+// the default.
+func TestStreamLifetimeOptionChecked(t *testing.T) {
+	for _, d := range []time.Duration{-time.Second, bot.MaxStreamLifetime, time.Hour} {
+		_, err := bot.New(bot.Options{StreamLifetime: d})
+		if err == nil || !strings.Contains(err.Error(), "StreamLifetime") {
+			t.Errorf("StreamLifetime %v: error %v, want one naming StreamLifetime", d, err)
+		}
+	}
+	_, err := bot.New(bot.Options{StreamLifetime: 0})
+	if err != nil && strings.Contains(err.Error(), "StreamLifetime") {
+		t.Errorf("StreamLifetime 0 refused: %v", err)
+	}
+}
