@@ -17,10 +17,11 @@ import (
 // slack-agents-2026.md §1–§2). Apps created today get it: a DM with the
 // app opens with app_home_opened (tab "messages") instead of
 // assistant_thread_started, the channel the person views arrives as
-// app_context_changed (per DM, not per thread), and Slack draws its own
-// Stop on a processing session and sends agent_session_stopped. Apps
-// still on assistant_view send the assistant_* events (assistant.go);
-// both sets are handled.
+// app_context_changed (per DM, not per thread), Slack draws its own
+// Stop on a processing session and sends agent_session_stopped, and a
+// person's rename of a session arrives as agent_session_title_changed.
+// Apps still on assistant_view send the assistant_* events
+// (assistant.go); both sets are handled.
 
 // agentEvent is the part of the agent-view events the bot reads.
 type agentEvent struct {
@@ -30,7 +31,9 @@ type agentEvent struct {
 	ThreadTS string `json:"thread_ts"`
 	Tab      string `json:"tab"`
 	EventTS  string `json:"event_ts"`
-	Context  struct {
+	// Title is agent_session_title_changed's new title.
+	Title   string `json:"title"`
+	Context struct {
 		Entities []struct {
 			Type         string          `json:"type"`
 			Value        json.RawMessage `json:"value"`
@@ -84,6 +87,12 @@ func (b *Bot) admitAgentEvent(ctx context.Context, cb eventCallback) (handled, a
 		k := session.ThreadKey{Team: team, Channel: ev.Channel, ThreadTS: ev.ThreadTS}
 		ack, after := b.sessionStopped(ctx, k, ev.User)
 		return true, ack, after
+	case ev.Type == "agent_session_title_changed":
+		if team == "" || ev.Channel == "" || ev.ThreadTS == "" || ev.User == "" {
+			return true, true, nil
+		}
+		k := session.ThreadKey{Team: team, Channel: ev.Channel, ThreadTS: ev.ThreadTS}
+		return true, b.sessionRetitled(ctx, k, ev), nil
 	}
 	return false, false, nil
 }
@@ -114,7 +123,8 @@ func agentEventOf(cb eventCallback) (ev agentEvent, team string, ok bool) {
 	}
 	team = cmpOr(cb.TeamID, innerTeam(cb.Event))
 	switch {
-	case ev.Type == "app_home_opened" && ev.Tab == "messages", ev.Type == "app_context_changed", ev.Type == "agent_session_stopped":
+	case ev.Type == "app_home_opened" && ev.Tab == "messages", ev.Type == "app_context_changed",
+		ev.Type == "agent_session_stopped", ev.Type == "agent_session_title_changed":
 		return ev, team, true
 	}
 	return ev, team, false
@@ -164,6 +174,34 @@ func (b *Bot) sessionStopped(ctx context.Context, k session.ThreadKey, user stri
 	}
 	b.ask.Withdraw(ctx, k, user)
 	return true, nil
+}
+
+// sessionRetitled records that a person titled thread k's agent session
+// in Slack, so the bot never renames it (titleThread, assistant.go); the
+// record lives SESSION_TTL from the rename. The bot's own renames, should
+// Slack report them, are not a person's. false: not recorded (do not ack;
+// Slack redelivers, and the newer-report check makes that harmless).
+func (b *Bot) sessionRetitled(ctx context.Context, k session.ThreadKey, ev agentEvent) bool {
+	if b.self(k.Team).is("", ev.User) {
+		return true
+	}
+	pt := session.PersonTitle{User: ev.User, Title: ev.Title, EventTS: ev.EventTS}
+	if _, err := b.store.SetPersonTitle(ctx, k, pt); err != nil {
+		b.log.Warn("bot: cannot record a person's session title; not acking", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+		return false
+	}
+	return true
+}
+
+// personTitled reports whether a person titled thread k's agent session
+// (sessionRetitled). When that cannot be read it answers true: a title is
+// a nicety, overwriting a person's one is not.
+func (b *Bot) personTitled(ctx context.Context, k session.ThreadKey) bool {
+	_, err := b.store.PersonTitle(ctx, k)
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		b.log.Debug("bot: cannot read whether a person titled the session; not titling it", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
+	}
+	return !errors.Is(err, session.ErrNotFound)
 }
 
 // paneFor is the latest pane context of thread k: the thread's own

@@ -101,6 +101,65 @@ func TestE2EAgentSessionStatus(t *testing.T) {
 	}
 }
 
+// TestE2EAgentSessionTitledByPerson: a person titles a thread's agent
+// session in Slack (agent_session_title_changed, decoded from the raw
+// event) before asking; the thread's first question, which would title it,
+// leaves their title alone. The same event reporting the bot's own rename
+// does not count as a person's: that thread is titled after its question.
+func TestE2EAgentSessionTitledByPerson(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := func() string {
+		t.Helper()
+		p := h.emu.AssistantThreadStarted(slackemu.TeamID, slackemu.UserAlice, slackemu.DMAlice, slackemu.ChannelGen)
+		if _, err := h.emu.WaitAck(ctx, p.Envelope); err != nil {
+			t.Fatal(err)
+		}
+		return p.TS
+	}
+	ask := func(thread, text string) {
+		t.Helper()
+		h.emu.Message(slackemu.TeamID, slackemu.DMAlice, slackemu.UserAlice, text, thread)
+		h.wait("the answer to "+text, func() bool {
+			got, _, done := h.replyText(slackemu.DMAlice, thread)
+			return done && strings.Contains(got, text)
+		})
+	}
+	titled := start()
+	rt := h.emu.RetitleAgentSession(slackemu.TeamID, slackemu.DMAlice, titled, slackemu.UserAlice, "Trip prep")
+	if _, err := h.emu.WaitAck(ctx, rt.Envelope); err != nil {
+		t.Fatal(err)
+	}
+	ask(titled, "How do I rotate the keys?")
+	// The first turn's title call is done before the next turn starts.
+	ask(titled, "And after that?")
+
+	other := start()
+	self := h.emu.RetitleAgentSession(slackemu.TeamID, slackemu.DMAlice, other, slackemu.BotUserID, "Set by the app")
+	if _, err := h.emu.WaitAck(ctx, self.Envelope); err != nil {
+		t.Fatal(err)
+	}
+	ask(other, "What is new today?")
+	ask(other, "Anything else?")
+
+	titles := map[string][]string{}
+	for _, s := range h.emu.AssistantStatuses() {
+		if s.Method == "setTitle" {
+			titles[s.ThreadTS] = append(titles[s.ThreadTS], s.Title)
+		}
+	}
+	if got := titles[titled]; len(got) != 0 {
+		t.Errorf("the bot retitled the session a person titled: %q", got)
+	}
+	if s, _ := h.emu.AgentSession(slackemu.DMAlice, titled); s.Title != "Trip prep" {
+		t.Errorf("session title = %q (titles %q), want the person's", s.Title, s.Titles)
+	}
+	if got := titles[other]; len(got) != 1 || got[0] != "What is new today?" {
+		t.Errorf("titles set by the bot in the other thread = %q, want its first question once", got)
+	}
+}
+
 // TestE2EAgentSessionStoppedOnAnotherReplica: Slack's Stop
 // (agent_session_stopped) delivered to a replica that does not run the
 // turn stops it on the one that does, like our Stop button; the session

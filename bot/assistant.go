@@ -20,10 +20,13 @@ import (
 // line in front of the person's next message: new content is appended, so
 // the prompt prefix stays cacheable.
 
-// paneStore is session.Store's record of pane contexts (part of Store).
+// paneStore is session.Store's record of pane contexts and of titles
+// people gave sessions (part of Store).
 type paneStore interface {
 	SetPaneContext(ctx context.Context, k session.ThreadKey, c session.PaneContext) (bool, error)
 	PaneContext(ctx context.Context, k session.ThreadKey) (session.PaneContext, error)
+	SetPersonTitle(ctx context.Context, k session.ThreadKey, pt session.PersonTitle) (bool, error)
+	PersonTitle(ctx context.Context, k session.ThreadKey) (session.PersonTitle, error)
 }
 
 // paneExtra is the session metadata key of the channel the model was last
@@ -102,8 +105,13 @@ func (b *Bot) suggestPrompts(ctx context.Context, m inbound) {
 const maxTitle = 80
 
 // titleThread names a new assistant-pane thread after its first question
-// (assistant.threads.setTitle), so the person's thread history reads well.
-// Only threads in the bot's DM have titles; a failure only loses the title.
+// (assistant.threads.setTitle, which Slack bridges to the thread's agent
+// session title), so the person's thread history reads well. Only threads
+// in the bot's DM have titles; a failure only loses the title. A session a
+// person titled (agent_session_title_changed, agentview.go) is never
+// renamed: that is checked as late as possible, once the call has its
+// budget. (The bot's other title, agents.sessions.setStatus's, applies
+// only when it creates the session, so it never renames one either.)
 func (b *Bot) titleThread(ctx context.Context, k session.ThreadKey, first inbound) {
 	if !strings.HasPrefix(k.Channel, "D") || first.Kind != kindDM || first.TS == "" || first.TS == k.ThreadTS {
 		return
@@ -114,14 +122,24 @@ func (b *Bot) titleThread(ctx context.Context, k session.ThreadKey, first inboun
 	}
 	c := slackapi.Call{Team: k.Team, Method: slackapi.AssistantThreadsSetTitle, Prio: slackapi.Lossy, Merge: k.Channel + ":" + k.ThreadTS, Wait: 5 * time.Second}
 	err := b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		if b.personTitled(ctx, k) {
+			return errPersonTitled
+		}
 		return api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
 			ChannelID: k.Channel, ThreadTS: k.ThreadTS, Title: title,
 		})
 	})
+	if errors.Is(err, errPersonTitled) {
+		b.log.Debug("bot: a person titled the session; keeping their title", threadAttrs(k.Team, k.Channel, k.ThreadTS)...)
+		return
+	}
 	if err != nil {
 		b.log.Debug("bot: assistant thread title not set", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
 	}
 }
+
+// errPersonTitled stops titleThread's call: a person titled the session.
+var errPersonTitled = errors.New("bot: a person titled the session")
 
 // threadTitle is a question's first line, without Slack markup, cut to
 // maxTitle runes.

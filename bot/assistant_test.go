@@ -81,8 +81,9 @@ func subscribedEventSamples(t *testing.T) map[string]json.RawMessage {
 		// Slack's documented example (slack-install-files.md §6).
 		"app_home_opened": cb(`{"type":"app_home_opened","user":"U123ABC456","channel":"D123ABC456","event_ts":"1515449522000016","tab":"home","view":{"id":"V123","type":"home","hash":"1231232323.12321312"}}`),
 		// Slack's documented examples (slack-agents-2026.md §1, §2).
-		"app_context_changed":   cb(`{"type":"app_context_changed","user":"U123","channel":"D123","event_ts":"1783536990.000200","context":{"entities":[{"type":"slack#/types/channel_id","value":"C01234ABDCE","team_id":"T0ABCDE6543"}]}}`),
-		"agent_session_stopped": cb(`{"type":"agent_session_stopped","channel":"C0123ABC456","thread_ts":"1782234671.392669","user":"U123ABC456","streaming_message_ts":["1782234987.693923"],"event_ts":"1783536983.783769"}`),
+		"app_context_changed":         cb(`{"type":"app_context_changed","user":"U123","channel":"D123","event_ts":"1783536990.000200","context":{"entities":[{"type":"slack#/types/channel_id","value":"C01234ABDCE","team_id":"T0ABCDE6543"}]}}`),
+		"agent_session_stopped":       cb(`{"type":"agent_session_stopped","channel":"C0123ABC456","thread_ts":"1782234671.392669","user":"U123ABC456","streaming_message_ts":["1782234987.693923"],"event_ts":"1783536983.783769"}`),
+		"agent_session_title_changed": cb(`{"type":"agent_session_title_changed","channel":"C123ABC456","thread_ts":"1782234671.392669","user":"U123ABC456","title":"Bora Bora trip prep","previous_title":"Scuba diving research","team_id":"T123ABC456","event_ts":"1783536983.783769"}`),
 	}
 }
 

@@ -81,6 +81,11 @@ type ToolSource interface {
 	Tools(ctx context.Context, a access.Access) ([]agent.Tool, error)
 }
 
+// MaxStreamLifetime bounds Options.StreamLifetime (STREAM_LIFETIME): Slack
+// ends a native stream about 5 minutes after it starts, so a reply must
+// close it before then (bot/stream life.go).
+const MaxStreamLifetime = 5 * time.Minute
+
 // Stream modes (STREAM_MODE).
 const (
 	StreamEdit   = "edit"
@@ -119,6 +124,11 @@ type Options struct {
 	// EditInterval is the least time between two edits of one message
 	// (default 1 s).
 	EditInterval time.Duration
+	// StreamLifetime is how long a native stream is used before the reply
+	// closes it and goes on with chat.update on the same message (default
+	// stream.DefaultStreamLifetime, 4m30s): Slack ends a stream about 5
+	// minutes after it starts. It must be positive and below 5 minutes.
+	StreamLifetime time.Duration
 	// UpdatesPerMinute is the workspace's chat.update budget shared by all
 	// replicas (default 45: Tier 3 is about 50). RateLimits, when set,
 	// wins.
@@ -286,6 +296,9 @@ func New(opts Options) (*Bot, error) {
 	if opts.Agent == nil {
 		errs = append(errs, errors.New("bot: Agent is required"))
 	}
+	if opts.StreamLifetime < 0 || opts.StreamLifetime >= MaxStreamLifetime {
+		errs = append(errs, fmt.Errorf("bot: StreamLifetime must be positive and below %v (Slack ends a stream about then)", MaxStreamLifetime))
+	}
 	switch opts.ThreadFollowups {
 	case "", FollowupsAll, FollowupsMention:
 	default:
@@ -297,6 +310,7 @@ func New(opts Options) (*Bot, error) {
 	opts.APIURL = cmp.Or(opts.APIURL, slack.APIURL)
 	opts.StreamMode = cmp.Or(opts.StreamMode, StreamEdit)
 	opts.EditInterval = cmp.Or(opts.EditInterval, time.Second)
+	opts.StreamLifetime = cmp.Or(opts.StreamLifetime, stream.DefaultStreamLifetime)
 	opts.UpdatesPerMinute = cmp.Or(opts.UpdatesPerMinute, 45)
 	opts.MaxConcurrentTurns = cmp.Or(opts.MaxConcurrentTurns, 32)
 	opts.UserTurnsPerMinute = cmp.Or(opts.UserTurnsPerMinute, 10)

@@ -19,18 +19,19 @@ func (b *Bot) newReply(lease *session.Lease, turnID string, who inbound, sign *l
 	k, fence := lease.Key(), lease.Token()
 	ts := b.store
 	return stream.New(stream.Options{
-		API:          b.slack,
-		Budget:       b.gov,
-		Sessions:     &b.agents,
-		Thread:       k,
-		Requester:    who.User,
-		Title:        threadTitle(who.Text),
-		Mode:         stream.Mode(b.opts.StreamMode),
-		EditInterval: b.opts.EditInterval,
-		APIURL:       b.opts.APIURL,
-		Feedback:     feedbackBlock(), // feedback.go
-		Existing:     existing,
-		Guard:        lease.Renew,
+		API:            b.slack,
+		Budget:         b.gov,
+		Sessions:       &b.agents,
+		Thread:         k,
+		Requester:      who.User,
+		Title:          threadTitle(who.Text),
+		Mode:           stream.Mode(b.opts.StreamMode),
+		EditInterval:   b.opts.EditInterval,
+		StreamLifetime: b.opts.StreamLifetime,
+		APIURL:         b.opts.APIURL,
+		Feedback:       feedbackBlock(), // feedback.go
+		Existing:       existing,
+		Guard:          lease.Renew,
 		OnPost: func(ctx context.Context, msgTS string) {
 			sign.shown()
 			if err := ts.SaveReply(ctx, k, fence, turnID, msgTS); err != nil {

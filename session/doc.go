@@ -29,6 +29,8 @@
 //	P:{t:…}:grants     set of tools allowed for the session         TTL SessionTTL
 //	P:{t:…}:approvals  set of approval ids of the thread            TTL ≥ SessionTTL
 //	P:{t:…}:elicits    set of question ids of the thread            TTL ≥ SessionTTL
+//	P:{t:…}:pane       hash: newest pane context (assistant pane)    TTL SessionTTL from its last report
+//	P:{t:…}:title      hash: a person's title of the agent session   TTL SessionTTL from its last report
 //	P:{t:…}:cache      hash ts → sealed received message ("x": deleted) TTL ThreadCacheOptions.TTL (SessionTTL), ≤ MaxMessages, MaxBytes
 //	P:{t:…}:cache:order zset of the cached ts; …:cache:meta coverage  same TTL (threadcache.go)
 //	P:active           zset of threads with a lease (score = token) TTL SessionTTL, pruned by Orphans

@@ -25,9 +25,10 @@ type PaneContext struct {
 // paneKey shares the thread's hash tag.
 func (k keys) pane(t ThreadKey) string { return k.prefix + ":{t:" + t.String() + "}:pane" }
 
-// setPaneScript stores ARGV[2] unless the stored report is newer; Slack ts
-// values compare as numbers.
-var setPaneScript = redis.NewScript(`
+// setNewerScript stores ARGV[2] unless the stored report is newer (a
+// redelivered event), then sets the TTL to ARGV[3] ms; Slack ts values
+// compare as numbers. Pane contexts and person titles (title.go) use it.
+var setNewerScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'ts')
 if cur and tonumber(cur) and tonumber(ARGV[1]) and tonumber(cur) > tonumber(ARGV[1]) then
   return 0
@@ -47,7 +48,7 @@ func (s *Store) SetPaneContext(ctx context.Context, k ThreadKey, c PaneContext) 
 	if err != nil {
 		return false, fmt.Errorf("session: pane context %s: %w", k, err)
 	}
-	n, err := setPaneScript.Run(ctx, s.rdb, []string{s.k.pane(k)}, c.EventTS, raw, s.opt.SessionTTL.Milliseconds()).Int()
+	n, err := setNewerScript.Run(ctx, s.rdb, []string{s.k.pane(k)}, c.EventTS, raw, s.opt.SessionTTL.Milliseconds()).Int()
 	if err != nil {
 		return false, s.wrap("set pane context "+k.String(), err)
 	}

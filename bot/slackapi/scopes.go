@@ -92,9 +92,11 @@ var botEvents = map[string]string{
 	// The App Home tab (bot/admin) and, under agent view, the Messages
 	// tab (bot/agentview.go): no scope.
 	"app_home_opened": "",
-	// Agent view (bot/agentview.go): the viewed channel, Slack's Stop.
-	"app_context_changed":   "assistant:write",
-	"agent_session_stopped": "chat:write",
+	// Agent view (bot/agentview.go): the viewed channel, Slack's Stop, a
+	// person's rename of a session.
+	"app_context_changed":         "assistant:write",
+	"agent_session_stopped":       "chat:write",
+	"agent_session_title_changed": "chat:write",
 }
 
 // legacyEvents are handled for apps still on assistant_view (bot/assistant.go);

@@ -12,7 +12,9 @@
 // chat.startStream/appendStream/stopStream and tool calls as task_update
 // chunks, and finishes with edits when the stream fails, outgrows one
 // message, nears Slack's ~5 minute stream lifetime (Options.StreamLifetime,
-// life.go) or the turn waits on a person. It also keeps the thread's agent
+// life.go) or the turn waits on a person; those edits carry the Stop
+// button while live and the tool calls as task_card blocks
+// (cardblocks.go). It also keeps the thread's agent
 // session status (agents.sessions.setStatus, or chat.stopStream's
 // session_status when a stream stops) and the assistant thread's status.
 //

@@ -12,7 +12,12 @@ package stream
 // Options.StreamLifetime old (default 4m30s), whether or not text is
 // coming (Run's ticks check its age): the text not yet appended goes out
 // with the stop, and the reply goes on with chat.update on the same
-// message. These stops leave the agent session in the turn's status
+// message, which from then on is edited like an edit-mode message: it
+// carries the Stop button until the final edit (then the feedback
+// buttons) and the turn's tool calls as task_card blocks, so a card that
+// was running at the stop ends complete or failed (cardblocks.go). The
+// operator sets the lifetime (STREAM_LIFETIME, below 5 minutes). These
+// stops leave the agent session in the turn's status
 // (session_status processing, or suspended before a wait); the stop that
 // ends the turn leaves it active. A stream that runs into the limit
 // anyway (refused with message_not_in_streaming_state) falls back the

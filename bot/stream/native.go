@@ -288,8 +288,11 @@ func (r *Reply) sendTasks(ctx context.Context, tasks []slack.StreamChunk, final 
 }
 
 // nativeFallback ends native streaming; the stream's message becomes the
-// first piece of an edit-mode reply (edited with markdown_text). rest is
-// text the stream's message lacks, sent with its stop.
+// first piece of an edit-mode reply: edited with blocks like any other, so
+// it carries the Stop button while it is the live piece, the feedback
+// buttons when it ends the answer, and its tool calls as task_card blocks
+// with their true status (cardblocks.go). rest is text the stream's
+// message lacks, sent with its stop.
 func (r *Reply) nativeFallback(ctx context.Context, rest string) {
 	ns := &r.ns
 	if ns.failed {
@@ -300,7 +303,8 @@ func (r *Reply) nativeFallback(ctx context.Context, rest string) {
 		return
 	}
 	r.ensureStopped(ctx, rest)
-	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, markdownText: true, rendered: "\x00stream"})
+	// (The first edit rewrites the whole message, whatever it showed.)
+	r.posted = append(r.posted[:0], postedMsg{ts: ns.ts, rendered: "\x00stream"})
 }
 
 // ensureStopped ends the native stream before the edit path touches its

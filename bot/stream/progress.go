@@ -6,7 +6,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/bobbinbot/bobbin/agent"
 	"github.com/bobbinbot/bobbin/bot/mrkdwn"
 )
 
@@ -25,10 +24,13 @@ const (
 	maxKeptCalls     = 64
 )
 
-// toolCall is one tool call of the turn and its state.
+// toolCall is one tool call of the turn: its task card (its state) and
+// the stretch of the answer it came in (seg: how many approval prompts
+// came before it, Reply.breaks), which decides the message that shows it
+// after a native stream (cardblocks.go).
 type toolCall struct {
-	id, name string
-	status   slack.TaskCardStatus
+	taskCard
+	seg int
 }
 
 // toolCalls are the turn's tool calls in order; dropped counts the
@@ -38,37 +40,36 @@ type toolCalls struct {
 	dropped int
 }
 
-// note records a tool event. r.mu is held.
-func (c *toolCalls) note(ev agent.Event) {
-	if ev.Call.ID == "" {
-		return
-	}
-	status, ok := taskStatus(ev)
-	if !ok {
-		return
-	}
+// note records a tool call's card; a call seen before keeps its stretch.
+// r.mu is held.
+func (c *toolCalls) note(card taskCard, seg int) {
 	for i := range c.list {
-		if c.list[i].id == ev.Call.ID {
-			c.list[i].status = status
+		if c.list[i].id == card.id {
+			c.list[i].taskCard = card
 			return
 		}
 	}
 	if len(c.list) >= maxKeptCalls {
 		c.list, c.dropped = c.list[1:], c.dropped+1
 	}
-	c.list = append(c.list, toolCall{id: ev.Call.ID, name: toolName(ev), status: status})
+	c.list = append(c.list, toolCall{taskCard: card, seg: seg})
 }
 
 // progressLine renders the tool calls as mrkdwn ("" for none).
 func (r *Reply) progressLine() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	calls := r.calls.list
+	return callsLine(r.calls.list, r.calls.dropped)
+}
+
+// callsLine renders calls as one mrkdwn line, the last maxProgressCalls
+// of them, the others (and earlier more) counted ("" for none).
+func callsLine(calls []toolCall, earlier int) string {
 	if len(calls) == 0 {
 		return ""
 	}
 	var parts []string
-	if earlier := r.calls.dropped + max(0, len(calls)-maxProgressCalls); earlier > 0 {
+	if earlier += max(0, len(calls)-maxProgressCalls); earlier > 0 {
 		parts = append(parts, "+"+strconv.Itoa(earlier)+" earlier")
 		calls = calls[len(calls)-min(len(calls), maxProgressCalls):]
 	}
@@ -82,7 +83,7 @@ func (r *Reply) progressLine() string {
 		case slack.TaskCardStatusError:
 			mark = "✗"
 		}
-		parts = append(parts, mark+" "+mrkdwn.EscapeText(mrkdwn.ClipRunes(c.name, maxProgressName)))
+		parts = append(parts, mark+" "+mrkdwn.EscapeText(mrkdwn.ClipRunes(c.title, maxProgressName)))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -161,6 +161,9 @@ type Reply struct {
 	// prog is the progress line of this flush's live message
 	// (progress.go).
 	prog string
+	// cardPiece is the piece that shows each tool call's task card after
+	// a native stream (cardblocks.go).
+	cardPiece map[string]int
 }
 
 var _ agent.Observer = (*Reply)(nil)
@@ -170,9 +173,18 @@ type postedMsg struct {
 	ts       string
 	rendered string    // what the message shows (a key for "changed")
 	at       time.Time // last post or edit
-	// markdownText: the message was created by a native stream and is
-	// edited with markdown_text (no blocks: same representation).
-	markdownText bool
+}
+
+// view is one piece of the reply as its message shows it.
+type view struct {
+	content, status string
+	// live: the reply's last piece while the turn runs (the Stop button).
+	live bool
+	// tools, when set, are the tool calls of the piece's stretch, shown
+	// as task cards after a native stream (cardblocks.go); earlier counts
+	// calls no longer kept.
+	tools   []toolCall
+	earlier int
 }
 
 // New returns the renderer of a reply into o.Thread.
@@ -216,6 +228,7 @@ func (r *Reply) Observe(ev agent.Event) {
 		sources = resultSources(ev.Result) // outside the lock: it reads the result
 	}
 	r.mu.Lock()
+	seg := len(r.breaks) // before an approval's own break: its call belongs above the prompt
 	switch ev.Kind {
 	case agent.EventStep:
 		if s := r.text.String(); ev.Step > 1 && s != "" && !strings.HasSuffix(s, "\n\n") {
@@ -235,12 +248,10 @@ func (r *Reply) Observe(ev agent.Event) {
 		if n := r.text.Len(); strings.TrimSpace(r.text.String()) != "" && (len(r.breaks) == 0 || r.breaks[len(r.breaks)-1] < n) {
 			r.breaks = append(r.breaks, n)
 		}
-		r.taskProgress(ev, sources)
-		r.calls.note(ev)
+		r.toolProgress(ev, sources, seg)
 	case agent.EventToolStarted:
 		r.status = "Running " + toolName(ev) + "…"
-		r.taskProgress(ev, sources) // taskcards.go
-		r.calls.note(ev)
+		r.toolProgress(ev, sources, seg)
 	case agent.EventToolFinished:
 		r.status = "Thinking…"
 		result := "ok"
@@ -250,8 +261,7 @@ func (r *Reply) Observe(ev agent.Event) {
 		if r.o.ToolCall != nil {
 			r.o.ToolCall(ev.Decision.String(), result)
 		}
-		r.taskProgress(ev, sources)
-		r.calls.note(ev)
+		r.toolProgress(ev, sources, seg)
 	case agent.EventCompacted:
 		r.status = "Summarizing the earlier conversation…"
 	}
@@ -259,6 +269,15 @@ func (r *Reply) Observe(ev agent.Event) {
 	select {
 	case r.wake <- struct{}{}:
 	default:
+	}
+}
+
+// toolProgress records a tool event: its task card for a native stream
+// (taskcards.go) and the call's state (progress.go). r.mu is held.
+func (r *Reply) toolProgress(ev agent.Event, sources []slack.TaskCardSource, seg int) {
+	if c, ok := cardOf(ev, sources); ok {
+		r.taskProgress(c)
+		r.calls.note(c, seg)
 	}
 }
 
@@ -279,12 +298,18 @@ func (r *Reply) snapshot() (text, status string) {
 // approval prompts on its own (so the answer reads in the thread's order),
 // each stretch cut to Slack's size.
 func (r *Reply) pieces(text string) []string {
+	out, _ := r.stretches(text)
+	return out
+}
+
+// stretches is pieces with the stretch of each piece (its number of
+// approval prompts before it).
+func (r *Reply) stretches(text string) (pieces []string, segs []int) {
 	r.mu.Lock()
 	breaks := slices.Clone(r.breaks)
 	r.mu.Unlock()
-	var out []string
 	from := 0
-	for _, at := range append(breaks, len(text)) {
+	for i, at := range append(breaks, len(text)) {
 		if at > len(text) || at <= from {
 			continue
 		}
@@ -293,11 +318,13 @@ func (r *Reply) pieces(text string) []string {
 			seg = strings.TrimLeft(seg, " \n") // the step's paragraph break
 		}
 		if strings.TrimSpace(seg) != "" {
-			out = append(out, mrkdwn.Split(seg, mrkdwn.SplitLimit)...)
+			for _, p := range mrkdwn.Split(seg, mrkdwn.SplitLimit) {
+				pieces, segs = append(pieces, p), append(segs, i)
+			}
 		}
 		from = at
 	}
-	return out
+	return pieces, segs
 }
 
 // Run coalesces progress into Slack calls until Close or ctx ends. Every
@@ -427,45 +454,64 @@ func (r *Reply) flush(ctx context.Context, final bool) {
 	if !final && time.Now().Before(r.backoff) {
 		return
 	}
-	r.prog = r.progressLine()
+	// After a native stream the tool calls are task cards in the
+	// messages (cardblocks.go); otherwise the live message's progress
+	// line shows them.
+	cards := r.cardsAfterStream()
+	r.prog = ""
+	if !cards {
+		r.prog = r.progressLine()
+	}
 	if strings.TrimSpace(text) == "" {
+		if cards && !final && len(r.posted) == 1 {
+			r.liveToolsOnly(ctx, status)
+			return
+		}
 		if final || status == "" || len(r.posted) > 0 || time.Since(r.start) < thinkingDelay || r.assistant || !r.mayGoLive(slackapi.PoolEdit) {
 			return
 		}
 		// Silent so far: show the status with the Stop button.
-		r.post(ctx, "", status, true, false)
+		r.post(ctx, view{status: status, live: true}, false)
 		return
 	}
-	pieces := r.pieces(text)
+	pieces, segs := r.stretches(text)
 	if len(pieces) == 0 {
 		return
 	}
 	if final {
 		r.finalPiece = pieces[len(pieces)-1]
 	}
-	render := func(i int) (content, st string, live bool) {
-		content, live = pieces[i], i == len(pieces)-1 && !final
-		if live {
-			content, st = mrkdwn.Live(content), status
+	var tools map[int][]toolCall
+	var earlier int
+	if cards {
+		tools, earlier = r.toolsByPiece(segs)
+	}
+	render := func(i int) view {
+		v := view{content: pieces[i], live: i == len(pieces)-1 && !final, tools: tools[i]}
+		if i == 0 {
+			v.earlier = earlier
 		}
-		return content, st, live
+		if v.live {
+			v.content, v.status = mrkdwn.Live(v.content), status
+		}
+		return v
 	}
 	// New pieces first, then edits of the earlier ones: a live reply
 	// always shows a live message (with Stop) until the final text is
 	// complete. A reply without a slot posts only its complete pieces.
 	for i := len(r.posted); i < len(pieces); i++ {
-		content, st, live := render(i)
-		if live && !r.mayGoLive(slackapi.PoolEdit) {
+		v := render(i)
+		if v.live && !r.mayGoLive(slackapi.PoolEdit) {
 			break
 		}
-		if !r.post(ctx, content, st, live, final) {
+		if !r.post(ctx, v, final) {
 			return
 		}
 	}
 	for i := range min(len(pieces), len(r.posted)) {
-		content, st, live := render(i)
+		v := render(i)
 		p := &r.posted[i]
-		if p.rendered == r.renderKey(content, st, live, p.markdownText) {
+		if p.rendered == r.renderKey(v) {
 			continue
 		}
 		if !final {
@@ -477,7 +523,7 @@ func (r *Reply) flush(ctx context.Context, final bool) {
 				continue
 			}
 		}
-		if !r.update(ctx, p, content, st, live, final) {
+		if !r.update(ctx, p, v, final) {
 			return
 		}
 	}
@@ -514,31 +560,32 @@ func (r *Reply) editSpacing() time.Duration {
 	return max(d, share)
 }
 
-func (r *Reply) renderKey(content, status string, live, markdownText bool) string {
-	k := content + "\x00" + status
-	if live {
+// renderKey names what a message shows, to tell whether it changed.
+func (r *Reply) renderKey(v view) string {
+	k := v.content + "\x00" + v.status
+	if v.live {
 		k += "\x00live\x00" + r.prog
 	}
-	if markdownText {
-		k += "\x00md"
+	if len(v.tools) > 0 || v.earlier > 0 {
+		k += "\x00tools\x00" + r.toolsKey(v) // cardblocks.go
 	}
 	return k
 }
 
 // msgOptions renders a piece of the answer: a markdown block (standard
-// Markdown, escaped), an optional context line (the tool progress and the
-// status, while live) and Stop button, and the mrkdwn text fallback; link
-// and media unfurls off.
-func (r *Reply) msgOptions(content, status string, live, markdownText bool) []slack.MsgOption {
+// Markdown, escaped), the task cards of its tool calls (after a native
+// stream, cardblocks.go), an optional context line (the tool progress and
+// the status, while live), the feedback buttons (the final piece) or the
+// Stop button (while live), and the mrkdwn text fallback; link and media
+// unfurls off.
+func (r *Reply) msgOptions(v view) []slack.MsgOption {
+	content, status, live := v.content, v.status, v.live
 	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
-	if markdownText {
-		// markdown_text excludes text and blocks (markdown_text_conflict).
-		return append(opts, slack.MsgOptionMarkdownText(unmaskMentions(mrkdwn.Markdown(content))))
-	}
 	var blocks []slack.Block
 	if strings.TrimSpace(content) != "" {
 		blocks = append(blocks, slack.NewMarkdownBlock("", unmaskMentions(mrkdwn.Markdown(content))))
 	}
+	blocks = append(blocks, r.toolBlocks(v)...)
 	var line []slack.MixedElement
 	if live && r.prog != "" {
 		line = append(line, slack.NewTextBlockObject(slack.MarkdownType, r.prog, false, false))
@@ -549,7 +596,7 @@ func (r *Reply) msgOptions(content, status string, live, markdownText bool) []sl
 	if len(line) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("", line...))
 	}
-	if r.feedbackFor(content, live, markdownText) {
+	if r.feedbackFor(content, live) {
 		blocks = append(blocks, r.o.Feedback)
 	}
 	if live {
@@ -565,11 +612,10 @@ func (r *Reply) msgOptions(content, status string, live, markdownText bool) []sl
 }
 
 // feedbackFor reports whether a piece of the reply gets the feedback
-// buttons: the last piece of the final answer, in a message with blocks
-// (a native stream's message, edited with markdown_text, cannot carry
-// them; its stopStream does, native.go).
-func (r *Reply) feedbackFor(content string, live, markdownText bool) bool {
-	return r.o.Feedback != nil && !live && !markdownText && r.finalPiece != "" && content == r.finalPiece
+// buttons: the last piece of the final answer (a native stream that ends
+// the turn carries them in its stopStream instead, native.go).
+func (r *Reply) feedbackFor(content string, live bool) bool {
+	return r.o.Feedback != nil && !live && r.finalPiece != "" && content == r.finalPiece
 }
 
 // maxAttempts bounds how often a must-deliver post or edit is retried
@@ -581,19 +627,19 @@ const maxAttempts = 3
 // post adds a message to the reply; false when it did not (the next flush
 // tries again). A live piece needs a live slot; interim posts are lossy,
 // the final ones must-deliver.
-func (r *Reply) post(ctx context.Context, content, status string, live, final bool) bool {
+func (r *Reply) post(ctx context.Context, v view, final bool) bool {
 	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatPostMessage, Channel: r.k.Channel}
 	if !final {
 		c.Prio = slackapi.Lossy
-		if live {
+		if v.live {
 			c.Slot = r.slot(slackapi.PoolEdit)
 		}
 	}
-	opts := append(r.msgOptions(content, status, live, false), slack.MsgOptionTS(r.k.ThreadTS))
 	for attempt := 1; ; attempt++ {
 		if !r.allowed(ctx) {
 			return false
 		}
+		opts := append(r.msgOptions(v), slack.MsgOptionTS(r.k.ThreadTS))
 		var ts string
 		err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 			var err error
@@ -604,10 +650,13 @@ func (r *Reply) post(ctx context.Context, content, status string, live, final bo
 			r.held[slackapi.PoolEdit] = true
 		}
 		if err == nil {
-			r.posted = append(r.posted, postedMsg{ts: ts, rendered: r.renderKey(content, status, live, false), at: time.Now()})
+			r.posted = append(r.posted, postedMsg{ts: ts, rendered: r.renderKey(v), at: time.Now()})
 			r.recordPost(ctx, ts)
-			r.visible(content)
+			r.visible(v.content)
 			return true
+		}
+		if r.cardsRefused(v, err) && final {
+			continue // again, the calls as a line (cardblocks.go)
 		}
 		if !final {
 			r.lossyOutcome(slackapi.PoolEdit, err)
@@ -622,16 +671,16 @@ func (r *Reply) post(ctx context.Context, content, status string, live, final bo
 
 // update edits a posted message. Interim edits are lossy and need the
 // reply's live slot; the final edit waits for budget.
-func (r *Reply) update(ctx context.Context, p *postedMsg, content, status string, live, final bool) bool {
+func (r *Reply) update(ctx context.Context, p *postedMsg, v view, final bool) bool {
 	c := slackapi.Call{Team: r.k.Team, Method: slackapi.ChatUpdate}
 	if !final {
 		c.Prio, c.Merge, c.Slot = slackapi.Lossy, r.k.Channel+":"+p.ts, r.slot(slackapi.PoolEdit)
 	}
-	opts := r.msgOptions(content, status, live, p.markdownText)
 	for attempt := 1; ; attempt++ {
 		if !r.allowed(ctx) {
 			return false
 		}
+		opts := r.msgOptions(v)
 		err := r.api.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
 			_, _, _, err := api.UpdateMessageContext(ctx, r.k.Channel, p.ts, opts...)
 			return err
@@ -640,10 +689,13 @@ func (r *Reply) update(ctx context.Context, p *postedMsg, content, status string
 			r.held[slackapi.PoolEdit] = true
 		}
 		if err == nil {
-			p.rendered = r.renderKey(content, status, live, p.markdownText)
+			p.rendered = r.renderKey(v)
 			p.at = time.Now()
-			r.visible(content)
+			r.visible(v.content)
 			return true
+		}
+		if r.cardsRefused(v, err) && final {
+			continue // again, the calls as a line (cardblocks.go)
 		}
 		if !final {
 			r.lossyOutcome(slackapi.PoolEdit, err)

@@ -23,10 +23,12 @@ import (
 // (not an agent app, method unknown, scope missing) works as before: the
 // bot warns once and stops calling.
 
-// Sessions remembers the workspaces that refuse agents.sessions.*; the
+// Sessions remembers the workspaces that refuse agents.sessions.* and
+// those that refuse task_card blocks in messages (cardblocks.go); the
 // replies of one bot share it (Options.Sessions). The zero value is ready.
 type Sessions struct {
 	refused sync.Map // team → struct{}
+	noCards sync.Map // team → struct{}
 }
 
 // sessionRefusals are the errors that mean "this workspace has no agent

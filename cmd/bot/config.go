@@ -63,6 +63,7 @@ type config struct {
 
 	StreamMode         string        `env:"STREAM_MODE" envDefault:"edit"`
 	StreamEditInterval time.Duration `env:"STREAM_EDIT_INTERVAL" envDefault:"1s"`
+	StreamLifetime     time.Duration `env:"STREAM_LIFETIME" envDefault:"4m30s"`
 	ApprovalTimeout    time.Duration `env:"APPROVAL_TIMEOUT" envDefault:"10m"`
 	SessionTTL         time.Duration `env:"SESSION_TTL" envDefault:"720h"`
 	MaxConcurrentTurns int           `env:"MAX_CONCURRENT_TURNS" envDefault:"32"`
@@ -216,6 +217,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if p.d <= 0 {
 			bad("%s must be a positive duration", p.name)
 		}
+	}
+	// Slack ends a native stream about 5 minutes after it starts
+	// (message_not_in_streaming_state): the reply must close it before.
+	if c.StreamLifetime <= 0 || c.StreamLifetime >= bot.MaxStreamLifetime {
+		bad("STREAM_LIFETIME must be a duration above 0 and below 5m (Slack ends a native stream about 5 minutes after it starts)")
 	}
 	if c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
 		bad("LEASE_TTL must be at least 1s")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -33,6 +34,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		"api":      c.SlackAPIURL,
 		"mode":     c.StreamMode,
 		"interval": c.StreamEditInterval,
+		"lifetime": c.StreamLifetime,
 		"approval": c.ApprovalTimeout,
 		"ttl":      c.SessionTTL,
 		"turns":    c.MaxConcurrentTurns,
@@ -46,6 +48,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		"api":      "https://slack.com/api/",
 		"mode":     "edit",
 		"interval": time.Second,
+		"lifetime": 4*time.Minute + 30*time.Second,
 		"approval": 10 * time.Minute,
 		"ttl":      720 * time.Hour,
 		"turns":    32,
@@ -66,6 +69,7 @@ func TestLoadConfigParses(t *testing.T) {
 	e["BOT_ADMINS"] = "U1, U2"
 	e["SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	e["STREAM_EDIT_INTERVAL"] = "250ms"
+	e["STREAM_LIFETIME"] = "2m"
 	e["LOG_LEVEL"] = "debug"
 	c, err := loadConfig(envFunc(e))
 	if err != nil {
@@ -79,6 +83,50 @@ func TestLoadConfigParses(t *testing.T) {
 	}
 	if len(c.secretKey) != 32 || c.StreamEditInterval != 250*time.Millisecond || c.logLevel.String() != "DEBUG" {
 		t.Errorf("parsed key %d bytes, interval %v, level %v", len(c.secretKey), c.StreamEditInterval, c.logLevel)
+	}
+	if c.StreamLifetime != 2*time.Minute {
+		t.Errorf("StreamLifetime = %v, want 2m", c.StreamLifetime)
+	}
+}
+
+// TestLoadConfigStreamLifetime: STREAM_LIFETIME is a Go duration above 0
+// and below Slack's ~5 minute stream lifetime; anything else is one
+// problem naming the variable (never its value).
+func TestLoadConfigStreamLifetime(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  time.Duration // 0: refused
+	}{
+		{"4m59s", 4*time.Minute + 59*time.Second},
+		{"20s", 20 * time.Second},
+		{"1ms", time.Millisecond},
+		{"0s", 0},
+		{"-1m", 0},
+		{"5m", 0},
+		{"1h", 0},
+		{"270", 0},
+		{"soon", 0},
+	} {
+		e := goodEnv()
+		e["STREAM_LIFETIME"] = tt.value
+		c, err := loadConfig(envFunc(e))
+		if tt.want != 0 {
+			if err != nil || c.StreamLifetime != tt.want {
+				t.Errorf("STREAM_LIFETIME=%s: %v, %v; want %v", tt.value, c.StreamLifetime, err, tt.want)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("STREAM_LIFETIME=%s accepted (%v)", tt.value, c.StreamLifetime)
+			continue
+		}
+		var ce *configError
+		if !errors.As(err, &ce) || len(ce.problems) != 1 || !strings.HasPrefix(ce.problems[0], "STREAM_LIFETIME ") {
+			t.Errorf("STREAM_LIFETIME=%s: error %q, want one problem naming STREAM_LIFETIME", tt.value, err)
+		}
+		if strings.Contains(err.Error(), tt.value) && tt.value != "5m" {
+			t.Errorf("STREAM_LIFETIME=%s: the error quotes the value: %q", tt.value, err)
+		}
 	}
 }
 

@@ -116,7 +116,7 @@ func TestManifestValidates(t *testing.T) {
 	for _, e := range settings["event_subscriptions"].(map[string]any)["bot_events"].([]any) {
 		events[e.(string)] = true
 	}
-	for _, e := range []string{"app_home_opened", "app_context_changed", "agent_session_stopped"} {
+	for _, e := range []string{"app_home_opened", "app_context_changed", "agent_session_stopped", "agent_session_title_changed"} {
 		if !events[e] {
 			t.Errorf("manifest.yaml does not subscribe to %s, which agent view needs", e)
 		}

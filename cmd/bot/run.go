@@ -131,6 +131,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		SystemPrompt:       cfg.LLMSystemPrompt,
 		StreamMode:         cfg.StreamMode,
 		EditInterval:       cfg.StreamEditInterval,
+		StreamLifetime:     cfg.StreamLifetime,
 		UpdatesPerMinute:   cfg.UpdatesPerMinute,
 		RateLimits:         cfg.rateLimits,
 		PingInterval:       cfg.SocketPingTimeout,
