@@ -172,7 +172,9 @@ type rawBlock struct {
 	Optional  bool              `json:"optional"`
 	AltText   string            `json:"alt_text"`
 	ImageURL  string            `json:"image_url"`
-	Title     *rawText          `json:"title"`
+	// Title is an image's text object or a task card's bare string.
+	Title  json.RawMessage `json:"title"`
+	Status string          `json:"status"`
 }
 
 // textObject decodes a text field that is a text object.
@@ -263,11 +265,18 @@ func renderBlock(b rawBlock, names Names, errs map[string]string) Block {
 	case "image":
 		out.Alt = b.AltText
 		out.URL = safeHref(b.ImageURL)
-		if t := b.Title.plain(); t != "" {
+		if t := textObject(b.Title).plain(); t != "" {
 			out.Label = t
 		}
 	case "rich_text":
 		out.Text = richText(b.Elements, names)
+	case "task_card":
+		// A tool call's card in a message (after a native stream closed):
+		// drawn like the stream's task_update chunk.
+		var title string
+		_ = json.Unmarshal(b.Title, &title)
+		out.Type = "task"
+		out.Text = Plain(strings.TrimSpace(title + " " + statusMark(b.Status)))
 	default:
 		out.Type, out.Name = "unsupported", b.Type
 	}

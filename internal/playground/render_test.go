@@ -208,3 +208,31 @@ func TestRenderFeedbackButtons(t *testing.T) {
 		t.Errorf("feedback row (-want +got):\n%s", d)
 	}
 }
+
+// A message edited after its native stream closed carries the tool calls
+// as task_card blocks (bot/stream): drawn as the stream's cards are, and
+// the message's other blocks still render (a card's bare-string title
+// once made the whole array undecodable).
+func TestRenderTaskCardBlocks(t *testing.T) {
+	raw := json.RawMessage(`[{"type":"markdown","text":"Done."},
+		{"type":"task_card","task_id":"call_1","title":"demo/add_note","status":"complete"},
+		{"type":"task_card","task_id":"call_2","title":"demo/list_notes","status":"error"},
+		{"type":"image","image_url":"https://example.com/a.png","alt_text":"chart","title":{"type":"plain_text","text":"Chart"}}]`)
+	got := RenderBlocks(raw, testNames, nil)
+	if len(got) != 4 {
+		t.Fatalf("got %d blocks, want 4: %+v", len(got), got)
+	}
+	for i, want := range []string{"demo/add_note ✓", "demo/list_notes ✗"} {
+		b := got[i+1]
+		text := ""
+		for _, n := range b.Text {
+			text += flatText(n)
+		}
+		if b.Type != "task" || text != want {
+			t.Errorf("card %d = %q %q, want task %q", i, b.Type, text, want)
+		}
+	}
+	if got[3].Label != "Chart" {
+		t.Errorf("image title = %q, want Chart", got[3].Label)
+	}
+}
