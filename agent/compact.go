@@ -47,7 +47,7 @@ func (r *run) overBudget() bool {
 	if o.MaxTokens > 0 {
 		limit = min(limit, o.ContextWindow-o.MaxTokens)
 	}
-	return r.budget.estimate() > limit
+	return r.budget.over(limit)
 }
 
 // splitPoint returns the index of the first kept message: the last keep

@@ -24,7 +24,11 @@ const (
 // one costs 90-200 ms and ~12-24 MB, and a built one is safe for concurrent
 // use (providers.md §10). It is built on the first count, not when a
 // Counter is made: a replica that has not run a turn does not hold it, and
-// nothing slow happens before the socket connects.
+// nothing slow happens before the socket connects. Callers that only need
+// to know whether a text fits ask Bound first and count only when the
+// bound does not fit (budget.over, the bot's thread-context share), so a
+// replica whose conversations stay well under their budgets never builds
+// it.
 var encoders = map[string]*sharedEncoder{
 	EncodingO200K:  {},
 	EncodingCL100K: {},
@@ -177,13 +181,47 @@ func (c *Counter) Count(s string) int {
 // maxRun is the longest run of non-space bytes tokenized in one piece.
 const maxRun = 128
 
+// Bound returns an upper bound of Count(s) that needs no tokenizer: the
+// byte length of s as the tokenizer sees it. Every token of a tiktoken BPE
+// encoding (o200k_base, cl100k_base) is a non-empty byte string, the text
+// is split into pieces that are each covered by their tokens, and special
+// tokens are never produced (Count uses EncodeOrdinary), so a text has at
+// most one token per byte. tiktoken-go reads the text as runes, so each
+// byte of invalid UTF-8 becomes U+FFFD (three bytes) first. The byte
+// estimate of a Counter without a tokenizer, len(s)/4 rounded up, is below
+// the bound too.
+func (c *Counter) Bound(s string) int { return tokenBound(s) }
+
+func tokenBound(s string) int {
+	if utf8.ValidString(s) {
+		return len(s)
+	}
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += utf8.RuneLen(utf8.RuneError)
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
 // CountMessage returns the local token count of m including per-message and
 // per-call framing. Counts are cached by message content.
 func (c *Counter) CountMessage(m provider.Message) int {
 	if c == nil {
-		return countMessage(nil, m)
+		return c.tallyMessage(m, c.Count)
 	}
-	return c.cached(c.hashMessage(m), func() int { return countMessage(c, m) })
+	return c.cached(c.hashMessage(m), func() int { return c.tallyMessage(m, c.Count) })
+}
+
+// boundMessage is an upper bound of CountMessage(m) that needs no
+// tokenizer: the same framing, each text by its Bound.
+func (c *Counter) boundMessage(m provider.Message) int {
+	return c.tallyMessage(m, tokenBound)
 }
 
 // cached returns the count stored under key, computing and storing it on a
@@ -215,22 +253,25 @@ func (c *Counter) cached(key uint64, count func() int) int {
 	return n
 }
 
-func countMessage(c *Counter, m provider.Message) int {
-	n := msgOverhead + c.Count(m.Content)
+// tallyMessage adds up m's framing and its texts as text counts them
+// (Count, or tokenBound for the upper bound). Opaque blobs and media are
+// estimated the same way by both.
+func (c *Counter) tallyMessage(m provider.Message, text func(string) int) int {
+	n := msgOverhead + text(m.Content)
 	for _, r := range m.Reasoning {
-		n += c.Count(r.Text)
+		n += text(r.Text)
 		// Signatures and redacted data are opaque blobs the provider counts
 		// its own way; bytes/4 is as good as anything.
 		n += (len(r.Signature) + len(r.Redacted) + 3) / 4
 	}
 	for _, tc := range m.ToolCalls {
-		n += callOverhead + c.Count(tc.Name) + c.Count(tc.Arguments)
+		n += callOverhead + text(tc.Name) + text(tc.Arguments)
 	}
 	if m.ToolCallID != "" {
-		n += c.Count(m.ToolCallID)
+		n += text(m.ToolCallID)
 	}
 	for _, p := range m.Parts {
-		n += c.countPart(p)
+		n += c.tallyPart(p, text)
 	}
 	return n
 }
@@ -272,9 +313,7 @@ func (c *Counter) hashMessage(m provider.Message) uint64 {
 func (c *Counter) CountTools(specs []provider.ToolSpec) int {
 	n := 0
 	for _, s := range specs {
-		count := func() int {
-			return callOverhead + c.Count(s.Name) + c.Count(s.Description) + c.Count(string(s.InputSchema))
-		}
+		count := func() int { return tallyTool(s, c.Count) }
 		if c == nil {
 			n += count()
 			continue
@@ -288,6 +327,20 @@ func (c *Counter) CountTools(specs []provider.ToolSpec) int {
 		n += c.cached(h.Sum64(), count)
 	}
 	return n
+}
+
+// boundTools is an upper bound of CountTools(specs) that needs no
+// tokenizer.
+func boundTools(specs []provider.ToolSpec) int {
+	n := 0
+	for _, s := range specs {
+		n += tallyTool(s, tokenBound)
+	}
+	return n
+}
+
+func tallyTool(s provider.ToolSpec, text func(string) int) int {
+	return callOverhead + text(s.Name) + text(s.Description) + text(string(s.InputSchema))
 }
 
 // writeField hashes s with its length, so field boundaries are unambiguous.

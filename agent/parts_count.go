@@ -25,7 +25,11 @@ const (
 )
 
 // countPart is the local token estimate of one part.
-func (c *Counter) countPart(p provider.Part) int {
+func (c *Counter) countPart(p provider.Part) int { return c.tallyPart(p, c.Count) }
+
+// tallyPart estimates one part, its text as text counts it (Count, or
+// tokenBound for the upper bound); media by the providers' formulas.
+func (c *Counter) tallyPart(p provider.Part, text func(string) int) int {
 	switch p.Type {
 	case provider.PartImage:
 		w, h := 0, 0
@@ -44,7 +48,7 @@ func (c *Counter) countPart(p provider.Part) int {
 		}
 		return pages * pdfPageTokens
 	}
-	return c.Count(p.AsText())
+	return text(p.AsText())
 }
 
 // imageTokens is what a w×h image costs: Anthropic's formula when claude,

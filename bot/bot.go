@@ -210,9 +210,12 @@ type Options struct {
 	Tracer trace.Tracer
 }
 
-// TokenCounter counts the tokens of a text (*agent.Counter).
+// TokenCounter counts the tokens of a text (*agent.Counter). Bound is an
+// upper bound of Count that needs no tokenizer, asked first so the
+// tokenizer is built only when an exact count can change what is kept.
 type TokenCounter interface {
 	Count(s string) int
+	Bound(s string) int
 }
 
 // Bot is the Slack frontend. Build it with New, run it with Run.

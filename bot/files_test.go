@@ -285,6 +285,34 @@ func TestSelectContext(t *testing.T) {
 	}
 }
 
+// countingTokens counts a token a byte and how many exact counts it made.
+type countingTokens struct{ exact int }
+
+func (c *countingTokens) Count(s string) int { c.exact++; return (len(s) + 3) / 4 }
+func (c *countingTokens) Bound(s string) int { return len(s) }
+
+// TestSelectContextCountsOnlyWhenNeeded: when the newest messages fit the
+// share even by their upper bounds, nothing is counted exactly (no
+// tokenizer is built); when they may not, exact counts decide, as before.
+func TestSelectContextCountsOnlyWhenNeeded(t *testing.T) {
+	tokens := &countingTokens{}
+	b := &Bot{opts: Options{Tokens: tokens}}
+	var es []threadEntry
+	for i := range 10 {
+		es = append(es, threadEntry{ts: "1767600000.00000" + string(rune('0'+i)), user: "U1", text: strings.Repeat("w", 400)})
+	}
+	// 10 lines of ~440 bytes (their bounds) fit in 5,000.
+	kept, dropped := b.selectContext(append([]threadEntry(nil), es...), 100, 5000)
+	if len(kept) != 10 || dropped != 0 || tokens.exact != 0 {
+		t.Errorf("under the share: kept %d dropped %d, %d exact counts (want 10, 0, 0)", len(kept), dropped, tokens.exact)
+	}
+	// Their bounds pass 1,000 but their counts (~110 each) fit 8 of them.
+	kept, dropped = b.selectContext(append([]threadEntry(nil), es...), 100, 1000)
+	if len(kept) != 8 || dropped != 2 || tokens.exact == 0 {
+		t.Errorf("near the share: kept %d dropped %d, %d exact counts (want 8, 2, some)", len(kept), dropped, tokens.exact)
+	}
+}
+
 type partsTool struct {
 	calls int
 	asker string // the caller the call's ctx carried (access.WithCaller)

@@ -236,10 +236,17 @@ func (b *Bot) nameEntries(ctx context.Context, team string, entries []threadEntr
 // images and PDFs downloaded. It returns the entries kept, oldest first,
 // and how many older ones were left out.
 func (b *Bot) selectContext(entries []threadEntry, maxMsgs, maxTokens int) ([]threadEntry, int) {
+	count := b.countTokens
+	if b.contextBound(entries, maxMsgs) <= maxTokens {
+		// Everything within maxMsgs fits even counted by upper bounds, so
+		// no exact count could change what is kept: the bounds stand in
+		// and no tokenizer is built.
+		count = b.boundTokens
+	}
 	used, media, first := 0, 0, len(entries)
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := &entries[i]
-		cost := b.countTokens(contextLine(*e)) + 8
+		cost := count(contextLine(*e)) + 8
 		if len(entries)-i > maxMsgs || used+cost > maxTokens {
 			break
 		}
@@ -290,6 +297,31 @@ func (b *Bot) countTokens(s string) int {
 		return b.opts.Tokens.Count(s)
 	}
 	return (len(s) + 3) / 4
+}
+
+// boundTokens is an upper bound of countTokens(s) that needs no tokenizer.
+func (b *Bot) boundTokens(s string) int {
+	if b.opts.Tokens != nil {
+		return b.opts.Tokens.Bound(s)
+	}
+	return (len(s) + 3) / 4
+}
+
+// contextBound is an upper bound of the tokens selectContext can count for
+// the newest maxMsgs entries: each line by its bound, every file not
+// already a note by its estimate.
+func (b *Bot) contextBound(entries []threadEntry, maxMsgs int) int {
+	n := 0
+	for i := len(entries) - 1; i >= 0 && len(entries)-i <= maxMsgs; i-- {
+		e := &entries[i]
+		n += b.boundTokens(contextLine(*e)) + 8
+		for _, t := range e.files {
+			if t.note == "" {
+				n += fileTokens(t.f, t.f.kind())
+			}
+		}
+	}
+	return n
 }
 
 // contextBudget is the tokens imported context may take.
