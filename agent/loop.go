@@ -102,8 +102,8 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	}
 	r.res.Messages = r.history
 	r.res.Grants = r.grantList()
+	r.res.Anchor = r.keptAnchor() // first: it may learn pending reports
 	r.res.Calibration = r.budget.ratio
-	r.res.Anchor = r.keptAnchor()
 	r.observe(Event{Kind: EventDone, Usage: r.res.Usage, Step: r.res.Steps, Err: err})
 	return r.res, err
 }
@@ -305,8 +305,8 @@ func (r *run) checkpoint(ctx context.Context, cp Checkpoint) error {
 		return nil
 	}
 	cp.Grants = r.grantList()
+	cp.Anchor = r.keptAnchor() // first: it may learn pending reports
 	cp.Calibration = r.budget.ratio
-	cp.Anchor = r.keptAnchor()
 	cp.Append = slices.Clone(cp.Append)
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc

@@ -129,11 +129,16 @@ func (r *run) remapTurnOnly(split int) {
 // counted the turn's results, which the kept transcript no longer holds,
 // so their calibrated excess over the placeholders is taken off (else the
 // next turn would think the thread bigger than it is, and compact early).
+//
+// The excess is persisted, so it is counted exactly: the run counts
+// exactly from here on, and the reports it had not yet learnt from are
+// learnt first, so the ratio is the one counting every report would give.
 func (r *run) keptAnchor() Anchor {
 	a := r.budget.anchor
 	if a.IsZero() || len(r.turnOnly) == 0 {
 		return a
 	}
+	r.budget.countExactly()
 	extra := 0
 	for i, m := range r.turnOnly {
 		if i < a.Messages && i < len(r.history) {
