@@ -60,6 +60,9 @@ func FuzzTokenBound(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 16<<10 {
+			t.Skip("long texts are Count's benchmark's business")
+		}
 		if got, want := tokenBound(s), len(string([]rune(s))); got != want {
 			t.Fatalf("tokenBound(%q) = %d, but the tokenizer reads %d bytes", s, got, want)
 		}
@@ -72,7 +75,9 @@ func FuzzTokenBound(f *testing.F) {
 		}
 		specs := []provider.ToolSpec{{Name: s, Description: s, InputSchema: []byte(s)}}
 		for _, c := range []*Counter{o200k, cl100k, nil} {
-			if enc := c.enc(); enc != nil {
+			// Unsegmented encoding is quadratic in a piece's length (Count
+			// cuts long runs), so only short texts get it.
+			if enc := c.enc(); enc != nil && len(s) <= 2<<10 {
 				if n := len(enc.EncodeOrdinary(s)); n > c.Bound(s) {
 					t.Fatalf("%s: %q is %d tokens, bound %d", c.Encoding(), s, n, c.Bound(s))
 				}
