@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/slack-go/slack"
 )
@@ -60,6 +61,7 @@ func (c *Client) Do(ctx context.Context, call Call, fn func(ctx context.Context,
 			return err
 		}
 		err = fn(WithGrant(ctx, g), api)
+		c.gov.settle(g, false, time.Now()) // a grant the call never sent stops counting
 		if refresh != nil && !refreshed && TokenRefused(err) {
 			refreshed = true
 			c.log.Debug("bot: Slack refused the workspace's token; refreshing it once", "team", call.Team, "method", call.Method, "err", err)

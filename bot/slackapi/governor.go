@@ -118,10 +118,22 @@ type Governor struct {
 	ungoverned map[string]int
 }
 
-// methodState is what this process knows of a method's shared state.
+// methodState is what this process knows of a method's shared state,
+// and the lateness of its calls (governor_lag.go).
 type methodState struct {
 	factor float64
 	paused time.Time
+	lag    lagMeter
+}
+
+// stateLocked is the state of key (team+" "+method), made when missing.
+func (g *Governor) stateLocked(key string) *methodState {
+	st := g.known[key]
+	if st == nil {
+		st = &methodState{}
+		g.known[key] = st
+	}
+	return st
 }
 
 func NewGovernor(store Budget, limits map[string]RateLimit, m *Metrics, log *slog.Logger, slotTTL time.Duration) *Governor {
@@ -149,6 +161,9 @@ type Grant struct {
 	team, method, channel string
 	used                  bool // guarded by the transport (one request per grant)
 	mu                    sync.Mutex
+	// followed: the grant's lateness is measured (governor_lag.go);
+	// set before Acquire returns it.
+	followed bool
 }
 
 // take marks the grant used; false if it was already.
@@ -246,6 +261,7 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			return nil, ctx.Err()
 		case <-w.turn:
 		}
+		asked := time.Now()
 		res, err := g.spend(ctx, c, l)
 		now := time.Now()
 		g.mu.Lock()
@@ -271,6 +287,10 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			ln.remove(w)
 			g.kickLocked(ln)
 			g.gcLocked(ln)
+			// The call's lateness counts from asking for the token: Redis
+			// may have charged it at any moment of the round trip.
+			g.stateLocked(c.Team+" "+c.Method).lag.opened(gr, asked)
+			gr.followed = true
 			g.mu.Unlock()
 			g.m.SlackWait.WithLabelValues(c.Method, c.Prio.String()).Observe(now.Sub(start).Seconds())
 			if waited {
@@ -331,6 +351,9 @@ func (g *Governor) request(c Call, l RateLimit) session.SpendRequest {
 // spend asks the shared budget once (one Redis round trip).
 func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.SpendResult, error) {
 	r := g.request(c, l)
+	g.mu.Lock()
+	r.Lag = g.stateLocked(c.Team + " " + c.Method).lag.lag(time.Now())
+	g.mu.Unlock()
 	if c.Prio == Lossy {
 		// Leave a token for each live reply's final call.
 		g.mu.Lock()
@@ -355,7 +378,7 @@ func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.Spen
 		}
 	}
 	if g.store == nil {
-		return g.spendLocal(c, l, r.Reserve), nil
+		return g.spendLocal(c, l, r.Reserve, r.Lag), nil
 	}
 	res, err := g.store.Spend(ctx, r)
 	if err != nil {
@@ -365,15 +388,10 @@ func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.Spen
 		// Redis away: keep Slack's limits per process rather than stop
 		// talking to Slack (a 429 still pauses the method).
 		g.warn("bot: shared Slack budget unavailable; budgeting in this process", err)
-		return g.spendLocal(c, l, r.Reserve), nil
+		return g.spendLocal(c, l, r.Reserve, r.Lag), nil
 	}
 	g.mu.Lock()
-	k := c.Team + " " + c.Method
-	st := g.known[k]
-	if st == nil {
-		st = &methodState{}
-		g.known[k] = st
-	}
+	st := g.stateLocked(c.Team + " " + c.Method)
 	st.factor = res.Factor
 	if r.Slot != nil {
 		g.slots[c.Team+" "+r.Slot.Pool] = res.Slots
@@ -407,11 +425,9 @@ func (g *Governor) throttled(ctx context.Context, team, method, channel string, 
 	l := g.Limit(method)
 	until := time.Now().Add(retryAfter)
 	g.mu.Lock()
-	k := team + " " + method
-	st := g.known[k]
-	if st == nil {
-		st = &methodState{factor: 1}
-		g.known[k] = st
+	st := g.stateLocked(team + " " + method)
+	if st.factor <= 0 {
+		st.factor = 1
 	}
 	if until.After(st.paused) {
 		st.paused = until
@@ -495,8 +511,9 @@ func (g *Governor) noteUngoverned(method string) {
 type localBucket struct{ tat time.Time }
 
 // spendLocal budgets in this process: Redis is away (or absent in tests).
-// Live slots are then always free.
-func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendResult {
+// Live slots are then always free. lag is the latency margin's input, as
+// in the shared budget (governor_lag.go).
+func (g *Governor) spendLocal(c Call, l RateLimit, reserve int, lag time.Duration) session.SpendResult {
 	if l.Off {
 		return session.SpendResult{OK: true, Factor: 1, HasSlot: c.Slot != nil}
 	}
@@ -513,7 +530,7 @@ func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendRes
 			base = now
 		}
 		tol := max(1, burst-reserve)
-		if at := base.Add(t - time.Duration(tol)*t); now.Before(at) {
+		if at := base.Add(t - time.Duration(tol)*t + lagMargin(lag, t, tol)); now.Before(at) {
 			return at.Sub(now), false
 		}
 		if commit {
@@ -536,4 +553,39 @@ func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendRes
 	}
 	take(ws, l.PerMinute, l.safeBurst(), true)
 	return session.SpendResult{OK: true, Factor: 1, HasSlot: c.Slot != nil}
+}
+
+// lagMargin is the room the budget leaves beyond its tolerance of tol
+// tokens every t for calls held up to lag (governor_lag.go): the spare
+// token covers one interval of it, the rest is taken off the burst, but
+// never the last token (a full budget still admits a call at once, and
+// the rate is the budget's). The shared budget computes the same in Lua.
+func lagMargin(lag, t time.Duration, tol int) time.Duration {
+	return min(max(lag-t, 0), time.Duration(tol-1)*t)
+}
+
+// settle ends following g's lateness: answered says Slack's answer came
+// at now (Transport), else the call is over without one (Client.Do
+// after its call, whether or not it reached Slack). Nil-safe.
+func (g *Governor) settle(gr *Grant, answered bool, now time.Time) {
+	if gr == nil || !gr.followed {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.known[gr.team+" "+gr.method]; st != nil {
+		st.lag.closed(gr, answered, now)
+	}
+}
+
+// Lag is how much later than usual a call of method in team granted now
+// may reach Slack than one granted earlier, as this process measures it
+// (governor_lag.go).
+func (g *Governor) Lag(team, method string) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.known[cmp.Or(team, AppScope)+" "+method]; st != nil {
+		return st.lag.lag(time.Now())
+	}
+	return 0
 }

@@ -84,11 +84,16 @@ func (t Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if channel == "" {
 			channel = formChannel(r)
 		}
-		if _, err := t.gov.Acquire(r.Context(), Call{Team: team, Method: method, Channel: channel, Prio: Must}); err != nil {
+		own, err := t.gov.Acquire(r.Context(), Call{Team: team, Method: method, Channel: channel, Prio: Must})
+		if err != nil {
 			return nil, err
 		}
+		g = own
 	}
 	resp, err := t.next.RoundTrip(r)
+	// Slack's answer is the latest the request can have reached it: the
+	// call's lateness (governor_lag.go).
+	t.gov.settle(g, err == nil, time.Now())
 	if err != nil {
 		t.m.SlackCalls.WithLabelValues(method, "error").Inc()
 		return nil, err
