@@ -62,7 +62,7 @@ func (c *Client) Do(ctx context.Context, call Call, fn func(ctx context.Context,
 		}
 		err = fn(WithGrant(ctx, g), api)
 		c.gov.settle(g, false, time.Now()) // a grant the call never sent stops counting
-		if refresh != nil && !refreshed && TokenRefused(err) {
+		if refresh != nil && !refreshed && !call.NoRefresh && TokenRefused(err) {
 			refreshed = true
 			c.log.Debug("bot: Slack refused the workspace's token; refreshing it once", "team", call.Team, "method", call.Method, "err", err)
 			if rerr := refresh(ctx); rerr == nil {

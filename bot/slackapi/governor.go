@@ -63,6 +63,10 @@ type Call struct {
 	// Slot makes the call take or keep a live-reply slot (ErrNoSlot when
 	// none is free; nothing is spent then).
 	Slot *Slot
+	// NoRefresh: Client.Do returns a refused token's error as it is, for
+	// a caller that decides itself whether a new token can help (the
+	// tokens_revoked check).
+	NoRefresh bool
 }
 
 // Slot names a reply's slot in a workspace pool; cover is the method
