@@ -381,6 +381,7 @@ func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.Spen
 				CoverMethod: s.Cover, CoverPerMinute: cl.PerMinute, CoverBurst: cl.safeBurst()}
 		}
 	}
+	g.m.SlackBudgetLag.WithLabelValues(c.Method).Set(r.Lag.Seconds())
 	if g.store == nil {
 		return g.spendLocal(c, l, r.Reserve, r.Lag), nil
 	}

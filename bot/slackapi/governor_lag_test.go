@@ -134,7 +134,7 @@ func TestLagMeter(t *testing.T) {
 }
 
 // near: within a millisecond (float rounding in the decay).
-func near(got, want time.Duration) bool { return (got-want).Abs() < time.Millisecond }
+func near(got, want time.Duration) bool { return (got - want).Abs() < time.Millisecond }
 
 func TestLagMargin(t *testing.T) {
 	const T = time.Second
