@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/slack-go/slack"
 )
@@ -61,7 +60,7 @@ func (c *Client) Do(ctx context.Context, call Call, fn func(ctx context.Context,
 			return err
 		}
 		err = fn(WithGrant(ctx, g), api)
-		c.gov.settle(g, false, time.Now()) // a grant the call never sent stops counting
+		c.gov.release(g) // a grant whose request never left stops counting
 		if refresh != nil && !refreshed && !call.NoRefresh && TokenRefused(err) {
 			refreshed = true
 			c.log.Debug("bot: Slack refused the workspace's token; refreshing it once", "team", call.Team, "method", call.Method, "err", err)

@@ -170,6 +170,13 @@ type Grant struct {
 	followed bool
 }
 
+// sent reports whether the transport took the grant for a request.
+func (g *Grant) sent() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.used
+}
+
 // take marks the grant used; false if it was already.
 func (g *Grant) take(method string) bool {
 	if g == nil || g.method != method {
@@ -569,17 +576,31 @@ func lagMargin(lag, t time.Duration, tol int) time.Duration {
 	return min(max(lag-t, 0), time.Duration(tol-1)*t)
 }
 
-// settle ends following g's lateness: answered says Slack's answer came
-// at now (Transport), else the call is over without one (Client.Do
-// after its call, whether or not it reached Slack). Nil-safe.
-func (g *Governor) settle(gr *Grant, answered bool, now time.Time) {
+// answered ends following gr's lateness: Slack answered its request at
+// now (Transport). Nil-safe.
+func (g *Governor) answered(gr *Grant, now time.Time) {
 	if gr == nil || !gr.followed {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if st := g.known[gr.team+" "+gr.method]; st != nil {
-		st.lag.closed(gr, answered, now)
+		st.lag.answered(gr, now)
+	}
+}
+
+// release ends following gr when its call is over (Client.Do) and its
+// request never reached the transport. A request sent but not answered
+// (its context ended in flight, the connection broke) may still reach
+// Slack, so it stays followed until the meter forgets it. Nil-safe.
+func (g *Governor) release(gr *Grant) {
+	if gr == nil || !gr.followed || gr.sent() {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.known[gr.team+" "+gr.method]; st != nil {
+		st.lag.unsent(gr)
 	}
 }
 

@@ -20,14 +20,18 @@ import (
 //
 // So the governor measures d from the calls' own timing, per workspace
 // and method like the budgets: the lateness of a call is the time from
-// asking the budget for its token to Slack's answer (the latest the
-// request can have reached Slack). lagMeter keeps the usual lateness (a
-// floor that rises slowly), the largest recent one (a peak that decays
-// with a half-life), and the calls granted but not answered yet: one
-// still out after longer than usual is late now, before its answer says
-// so. The lag, how much later than usual a call admitted earlier may yet
-// arrive, is the larger of the decayed peak and the oldest open call's
-// age, less the floor, capped at maxLag. Each spend sends it to the
+// asking the budget for its token to Slack's answer, the latest the
+// request can have reached Slack. The spread of arrival delays is at most
+// the largest lateness (the smallest is not below zero); a constant part
+// of it (a long round trip) is counted too, which costs little: at
+// Slack's real rates the interval T of most budgets is a second or more.
+// lagMeter keeps the largest recent lateness (a peak halving every
+// lagHalfLife) and the calls granted but not answered yet: one out for
+// longer than the peak is late now, before any answer says so. A call
+// sent but never answered (its context ended in flight, the connection
+// broke) may still reach Slack: it counts, its age growing, until
+// openGrantTTL forgets it. The lag is the larger of the decayed peak and
+// the oldest open call's age, capped at maxLag. Each spend sends it to the
 // shared budget, which keeps the largest one any replica reported
 // (decaying likewise) and admits a call only with lag − T of the burst
 // left over, never more than leaves one call's room: the margin shrinks
@@ -41,15 +45,12 @@ const (
 	// maxLag caps the lag (the shared budget also caps the margin at all
 	// but one token of the burst).
 	maxLag = 2 * time.Second
-	// lagFloorRise: the floor moves 1/lagFloorRise of the way up to each
-	// lateness above it (down at once), so steady lateness (a long round
-	// trip) is not counted as lag.
-	lagFloorRise = 32
 	// maxOpenGrants bounds the open calls followed per method; calls
 	// beyond it are not followed (their lateness is not measured).
 	maxOpenGrants = 256
-	// openGrantTTL forgets an open grant never answered (its call was
-	// never sent, or its answer lost): by then it counts maxLag anyway.
+	// openGrantTTL forgets an open grant never answered: a request lost
+	// in flight is not held against the budget for ever (it counted
+	// maxLag for the last half of it).
 	openGrantTTL = 2 * maxLag
 )
 
@@ -57,10 +58,9 @@ const (
 // times it is given are the caller's (a fake clock in tests); it is
 // guarded by the Governor's mutex.
 type lagMeter struct {
-	floor, peak time.Duration
-	peakAt      time.Time
-	seen        bool
-	open        map[*Grant]time.Time // granted, not answered: when asked
+	peak   time.Duration
+	peakAt time.Time
+	open   map[*Grant]time.Time // granted, not answered: when asked
 }
 
 // opened follows a call granted after asking at.
@@ -73,53 +73,41 @@ func (m *lagMeter) opened(g *Grant, at time.Time) {
 	}
 }
 
-// closed ends following g; answered says Slack answered it at now (its
-// lateness is then a sample). A grant not followed is ignored.
-func (m *lagMeter) closed(g *Grant, answered bool, now time.Time) {
+// answered ends following g: Slack answered it at now, and its lateness
+// is a sample. A grant not followed (or forgotten) is ignored.
+func (m *lagMeter) answered(g *Grant, now time.Time) {
 	at, ok := m.open[g]
 	if !ok {
 		return
 	}
 	delete(m.open, g)
-	if answered {
-		m.observe(now.Sub(at), now)
-	}
+	m.observe(now.Sub(at), now)
 }
+
+// unsent ends following g, whose request never left: it cannot reach
+// Slack, and tells nothing of lateness.
+func (m *lagMeter) unsent(g *Grant) { delete(m.open, g) }
 
 // observe takes one call's lateness (asked → answered) at now.
 func (m *lagMeter) observe(late time.Duration, now time.Time) {
-	late = max(late, 0)
-	if !m.seen {
-		m.seen = true
-		m.floor, m.peak, m.peakAt = late, late, now
-		return
-	}
-	if late < m.floor {
-		m.floor = late
-	} else {
-		m.floor += (late - m.floor) / lagFloorRise
-	}
 	if late >= m.decayedPeak(now) {
 		m.peak, m.peakAt = late, now
 	}
 }
 
-// decayedPeak is the peak at now, halved toward the floor every
-// lagHalfLife since it was seen.
+// decayedPeak is the peak at now, halved every lagHalfLife since it was
+// seen.
 func (m *lagMeter) decayedPeak(now time.Time) time.Duration {
-	if m.peak <= m.floor {
-		return m.floor
+	if m.peak <= 0 {
+		return 0
 	}
-	return m.floor + time.Duration(float64(m.peak-m.floor)*halvings(now.Sub(m.peakAt), lagHalfLife))
+	return time.Duration(float64(m.peak) * halvings(now.Sub(m.peakAt), lagHalfLife))
 }
 
-// lag is how much later than usual a call granted earlier may still reach
-// Slack, at now: in [0, maxLag].
+// lag is how late a call granted earlier may still reach Slack, at now:
+// in [0, maxLag].
 func (m *lagMeter) lag(now time.Time) time.Duration {
-	late := time.Duration(0)
-	if m.seen {
-		late = m.decayedPeak(now)
-	}
+	late := m.decayedPeak(now)
 	for g, at := range m.open {
 		age := now.Sub(at)
 		if age > openGrantTTL {
@@ -128,7 +116,7 @@ func (m *lagMeter) lag(now time.Time) time.Duration {
 		}
 		late = max(late, age)
 	}
-	return min(max(late-m.floor, 0), maxLag)
+	return min(max(late, 0), maxLag)
 }
 
 // halvings is 2^(−d/half): what is left of a value halved every half.

@@ -91,13 +91,14 @@ func (t Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		g = own
 	}
 	resp, err := t.next.RoundTrip(r)
-	// Slack's answer is the latest the request can have reached it: the
-	// call's lateness (governor_lag.go).
-	t.gov.settle(g, err == nil, time.Now())
 	if err != nil {
 		t.m.SlackCalls.WithLabelValues(method, "error").Inc()
 		return nil, err
 	}
+	// Slack's answer is the latest the request can have reached it: the
+	// call's lateness (governor_lag.go). A request with no answer stays
+	// followed: it may still arrive.
+	t.gov.answered(g, time.Now())
 	status := responseStatus(resp)
 	t.m.SlackCalls.WithLabelValues(method, status).Inc()
 	if status == "ratelimited" {
