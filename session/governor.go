@@ -214,11 +214,12 @@ type SpendRequest struct {
 	// Reserve is how many tokens of each budget the call must leave for
 	// others (lossy calls leave room for must-deliver ones).
 	Reserve int
-	// Lag is how much later than usual a call admitted earlier may still
-	// reach Slack, as the caller measured it: the budget leaves lag less
-	// one emission interval of its burst unspent (never the last token),
-	// so calls bunched by that much still fit Slack's bucket. The largest
-	// lag any replica reported counts for all, decaying with LagHalfLife.
+	// Lag is how late a call admitted earlier may still reach Slack, as
+	// the caller measured it (an upper bound of the spread of arrival
+	// delays): the budget leaves lag less one emission interval of its
+	// burst unspent (never the last token), so calls bunched by that much
+	// still fit Slack's bucket. The largest lag any replica reported
+	// counts for all, decaying with LagHalfLife.
 	Lag time.Duration
 	// Slot, when set, makes the call also take (or keep) a live slot.
 	Slot *SlotRequest

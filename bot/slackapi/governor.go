@@ -604,9 +604,8 @@ func (g *Governor) release(gr *Grant) {
 	}
 }
 
-// Lag is how much later than usual a call of method in team granted now
-// may reach Slack than one granted earlier, as this process measures it
-// (governor_lag.go).
+// Lag is how late a call of method in team granted earlier may still
+// reach Slack, as this process measures it now (governor_lag.go).
 func (g *Governor) Lag(team, method string) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
