@@ -603,14 +603,3 @@ func (g *Governor) release(gr *Grant) {
 		st.lag.unsent(gr)
 	}
 }
-
-// Lag is how late a call of method in team granted earlier may still
-// reach Slack, as this process measures it now (governor_lag.go).
-func (g *Governor) Lag(team, method string) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if st := g.known[cmp.Or(team, AppScope)+" "+method]; st != nil {
-		return st.lag.lag(time.Now())
-	}
-	return 0
-}
