@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 )
 
 // UngovernedCalls returns, by method, the Web API calls of b that reached
@@ -19,3 +20,10 @@ func PickClientToken(ctx context.Context, b *Bot, team string) (string, error) {
 
 // TeamName is the workspace name the system prompt of team would use.
 func TeamName(ctx context.Context, b *Bot, team string) string { return b.people.TeamName(ctx, team) }
+
+// AdmitEvent hands b an events_api payload as the socket loop does and
+// reports whether b acks it.
+func AdmitEvent(ctx context.Context, b *Bot, payload json.RawMessage) bool {
+	ack, _ := b.admitEvent(ctx, ctx, payload, 0)
+	return ack
+}

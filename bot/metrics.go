@@ -31,6 +31,7 @@ type Metrics struct {
 	SlackDropped      *prometheus.CounterVec
 	SlackBudgetInUse  *prometheus.GaugeVec
 	SlackBudgetFactor *prometheus.GaugeVec
+	SlackBudgetLag    *prometheus.GaugeVec
 
 	// Files and thread context (download.go, threadctx.go).
 	FileDownloads     *prometheus.CounterVec
@@ -64,6 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SlackDropped:      api.SlackDropped,
 		SlackBudgetInUse:  api.SlackBudgetInUse,
 		SlackBudgetFactor: api.SlackBudgetFactor,
+		SlackBudgetLag:    api.SlackBudgetLag,
 		Turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_turns_total", Help: "Turns finished, by outcome.",
 		}, []string{"outcome"}),
@@ -130,7 +132,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Turns, m.TurnDuration, m.FirstText, m.SlackCalls, m.RateLimited, m.ToolCalls,
 			m.Tokens, m.ActiveTurns, m.Sockets, m.Deduped, m.Events, m.AckLatency, m.QueuedMessages, m.Signs, m.UserRateLimited,
-			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor,
+			m.SlackWait, m.SlackDropped, m.SlackBudgetInUse, m.SlackBudgetFactor, m.SlackBudgetLag,
 			m.FileDownloads, m.FileDownloadBytes, m.ThreadImports, m.ContextReplies, m.InstallEvents, m.Feedback, m.FeedbackVotes)
 	}
 	m.Usage = newUsageMetrics(reg)

@@ -30,6 +30,10 @@ type workspaces interface {
 	// Uninstall deletes team's installation after an uninstall event:
 	// the other workspaces to retire, and whether one was removed.
 	Uninstall(ctx context.Context, team, enterprise, event string) ([]string, bool, error)
+	// Renew gets team a new token after Slack refused the current one
+	// (refused) where a new token can help; false and no error when the
+	// refusal is final.
+	Renew(ctx context.Context, team string, refused error) (bool, error)
 	// Handler serves the install pages; nil when there are none.
 	Handler() http.Handler
 }
@@ -48,6 +52,7 @@ func (single) Handler() http.Handler                            { return nil }
 func (single) Uninstall(context.Context, string, string, string) ([]string, bool, error) {
 	return nil, false, nil
 }
+func (single) Renew(context.Context, string, error) (bool, error) { return false, nil }
 
 // newWorkspaces is single-token mode, or installations when opts turn
 // them on (the one place the root asks which).
@@ -181,13 +186,29 @@ func (b *Bot) uninstalled(ctx context.Context, cb eventCallback, ev lifecycleEve
 }
 
 // tokenAlive asks auth.test whether the token the bot uses in team still
-// works (after the one refresh a refused rotating token gets). An error
-// means Slack did not say.
+// works. A refusal no new token can help (a token that does not rotate,
+// invalid_auth, account_inactive) settles it at once: no refresh, no
+// warning. A rotating token that expired, or was revoked, gets one
+// refresh (install.Installs.Renew: with rotation auth.revoke kills one
+// token and keeps the installation, and only the refresh tells that from
+// an uninstall) and one more auth.test. An error means Slack did not say.
 func (b *Bot) tokenAlive(ctx context.Context, team string) (bool, error) {
-	err := b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.AuthTest}, func(ctx context.Context, api *slack.Client) error {
-		_, err := api.AuthTestContext(ctx)
-		return err
-	})
+	test := func() error {
+		return b.slack.Do(ctx, slackapi.Call{Team: team, Method: slackapi.AuthTest, NoRefresh: true}, func(ctx context.Context, api *slack.Client) error {
+			_, err := api.AuthTestContext(ctx)
+			return err
+		})
+	}
+	err := test()
+	if slackapi.TokenRefused(err) {
+		renewed, rerr := b.ws.Renew(ctx, team, err)
+		if rerr != nil {
+			return false, rerr
+		}
+		if renewed {
+			err = test()
+		}
+	}
 	switch {
 	case err == nil:
 		return true, nil

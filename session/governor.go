@@ -27,6 +27,9 @@ const (
 	// governorStateTTL keeps a method's state (factor, pause) well past
 	// the last call: long enough for a shrunk factor to recover.
 	governorStateTTL = time.Hour
+	// LagHalfLife halves a reported SpendRequest.Lag: a stall on one
+	// replica makes every replica careful for a minute or two.
+	LagHalfLife = 30 * time.Second
 )
 
 // spendScript spends one token from a workspace budget and, optionally, a
@@ -34,6 +37,13 @@ const (
 // also take or refresh a live slot. KEYS: state hash, channel bucket,
 // slot pool, cover state hash (each may repeat KEYS[1] when unused).
 // ARGV: now is Redis's; see Spend for the meaning. Times are µs.
+//
+// The lag (SpendRequest.Lag) is kept in the state hash ('lag', 'lagt'):
+// the largest any replica reported, halved every lag half-life since, so
+// every replica leaves room for the calls of the one whose calls run
+// late. A budget of tolerance tol tokens every T then admits a call only
+// with min(lag − T, (tol − 1)·T) of it left over: the spare token the bot
+// keeps covers one T of lag, and a full budget always admits one call.
 var spendScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -42,6 +52,7 @@ local Tc0, bc0 = tonumber(ARGV[4]), tonumber(ARGV[5])
 local slotMode, slotID, slotCap, slotTTL = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
 local coverT0, coverB0 = tonumber(ARGV[10]), tonumber(ARGV[11])
 local recover, fmin = tonumber(ARGV[12]), tonumber(ARGV[13])
+local lagIn, lagHalf = tonumber(ARGV[15]), tonumber(ARGV[16])
 
 local function factor(key)
   local st = redis.call('HMGET', key, 'f', 'fat')
@@ -54,9 +65,15 @@ local function factor(key)
   return f
 end
 
-local st = redis.call('HMGET', KEYS[1], 'tat', 'pause')
+local st = redis.call('HMGET', KEYS[1], 'tat', 'pause', 'lag', 'lagt')
 local tat = tonumber(st[1]) or 0
 local pause = tonumber(st[2]) or 0
+local lag = 0
+if st[3] then
+  lag = tonumber(st[3]) * 2 ^ (-math.max(now - (tonumber(st[4]) or now), 0) / lagHalf)
+end
+local lagNew = lagIn > lag
+if lagNew then lag = lagIn end
 local f = factor(KEYS[1])
 local fm = math.floor(f * 1000)
 
@@ -98,8 +115,9 @@ end
 
 local function allow(T, b, tt)
   local tol = math.max(1, b - reserve)
+  local margin = math.min(math.max(lag - T, 0), (tol - 1) * T)
   local base = math.max(tt, now)
-  local at = base + T - tol * T
+  local at = base + T - tol * T + margin
   if now < at then return at - now, base end
   return 0, base
 end
@@ -126,6 +144,9 @@ local newtat = tat
 if T0 > 0 then
   newtat = base + T
   redis.call('HSET', KEYS[1], 'tat', string.format('%.0f', newtat))
+  if lagNew then
+    redis.call('HSET', KEYS[1], 'lag', string.format('%.0f', lagIn), 'lagt', string.format('%.0f', now))
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[14])
 end
 if Tc0 > 0 then
@@ -193,6 +214,13 @@ type SpendRequest struct {
 	// Reserve is how many tokens of each budget the call must leave for
 	// others (lossy calls leave room for must-deliver ones).
 	Reserve int
+	// Lag is how late a call admitted earlier may still reach Slack, as
+	// the caller measured it (an upper bound of the spread of arrival
+	// delays): the budget leaves lag less one emission interval of its
+	// burst unspent (never the last token), so calls bunched by that much
+	// still fit Slack's bucket. The largest lag any replica reported
+	// counts for all, decaying with LagHalfLife.
+	Lag time.Duration
 	// Slot, when set, makes the call also take (or keep) a live slot.
 	Slot *SlotRequest
 }
@@ -248,7 +276,7 @@ func (s *Store) Spend(ctx context.Context, r SpendRequest) (SpendResult, error) 
 		return time.Minute.Microseconds() / int64(n)
 	}
 	args := []any{perMin(r.PerMinute), max(r.Burst, 1), max(r.Reserve, 0), int64(0), 1, 0, "", 0, 0, int64(0), 1,
-		aimdRecoverPerMin / 60, aimdMin, governorStateTTL.Milliseconds()}
+		aimdRecoverPerMin / 60, aimdMin, governorStateTTL.Milliseconds(), max(r.Lag, 0).Microseconds(), LagHalfLife.Microseconds()}
 	if r.ChannelPerMinute > 0 {
 		if err := checkPart("channel", r.Channel); err != nil {
 			return SpendResult{}, err

@@ -100,7 +100,7 @@ func TestLiveSlots(t *testing.T) {
 		return &SlotRequest{Pool: "live", ID: id, Cap: 2, TTL: time.Minute, CoverMethod: "chat.update", CoverPerMinute: 60, CoverBurst: 5}
 	}
 	post := func(id string) SpendRequest {
-		return SpendRequest{Team: team, Method: "chat.postMessage", PerMinute: 6000, Burst: 100, Slot: slot(id)}
+		return SpendRequest{Team: team, Method: "chat.postMessage", PerMinute: 600_000, Burst: 100_000, Slot: slot(id)}
 	}
 	for i, id := range []string{"a", "b"} {
 		res, err := s.Spend(ctxT(t), post(id))
@@ -132,4 +132,57 @@ func TestLiveSlots(t *testing.T) {
 	if res, _ := s.Spend(ctxT(t), post("c")); !res.OK || !res.HasSlot {
 		t.Errorf("slot with its final edit covered: %+v", res)
 	}
+}
+
+// TestSpendLagMargin: a reported lag takes lag − T off the burst (T the
+// emission interval; the caller's spare token covers one T), never the
+// last token; the per-channel budget alike; the largest lag any replica
+// reported counts for the others too (issue 23).
+func TestSpendLagMargin(t *testing.T) {
+	s := newStore(t, Options{})
+	// 60/min: T = 1 s, and nothing comes back within the test.
+	base := SpendRequest{Method: "chat.update", PerMinute: 60, Burst: 5}
+	for _, tc := range []struct {
+		name string
+		lag  time.Duration
+		want int
+	}{
+		{"no lag", 0, 5},
+		{"lag within one interval", 900 * time.Millisecond, 5},
+		// margin 1.5 s: the k-th call needs (k−1)·T ≤ (5−1)·T − 1.5 s.
+		{"lag 2.5 s", 2500 * time.Millisecond, 3},
+		// capped at (5−1)·T: one call still goes at once.
+		{"lag past the burst", time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base
+			r.Team = "T" + strings.ToUpper(randomID())
+			r.Lag = tc.lag
+			if ok, _ := spendN(t, s, r, 6); ok != tc.want {
+				t.Errorf("lag %v, burst 5: %d calls admitted at once, want %d", tc.lag, ok, tc.want)
+			}
+		})
+	}
+	t.Run("per channel", func(t *testing.T) {
+		r := SpendRequest{Team: "T" + strings.ToUpper(randomID()), Method: "chat.postMessage", PerMinute: 600_000, Burst: 100_000,
+			Channel: "C1", ChannelPerMinute: 60, ChannelBurst: 3, Lag: 1500 * time.Millisecond}
+		// margin 0.5 s: (k−1)·T ≤ 2·T − 0.5 s.
+		if ok, _ := spendN(t, s, r, 4); ok != 2 {
+			t.Errorf("channel burst 3, lag 1.5 s: %d posts admitted at once, want 2", ok)
+		}
+	})
+	t.Run("shared by replicas", func(t *testing.T) {
+		p := peer(t, s, Options{})
+		r := base
+		r.Team = "T" + strings.ToUpper(randomID())
+		r.Lag = 2500 * time.Millisecond
+		if ok, _ := spendN(t, s, r, 1); ok != 1 {
+			t.Fatal("the first call was refused")
+		}
+		// The peer measured no lag of its own; the first replica's holds.
+		r.Lag = 0
+		if ok, _ := spendN(t, p, r, 5); ok != 2 {
+			t.Errorf("the peer after a replica reported lag 2.5 s: %d more calls admitted at once, want 2", ok)
+		}
+	})
 }

@@ -488,7 +488,7 @@ func (in *Installs) pick(ctx context.Context, team string) (*slack.Client, *entr
 		return nil, nil, "", fmt.Errorf("%w (%s)", ErrNotInstalled, team)
 	}
 	if inst, _, _ := e.get(); needsRefresh(inst, time.Now()) {
-		if err := in.refresh(ctx, e, ""); err != nil {
+		if err := in.refresh(ctx, e, "", false); err != nil {
 			in.env.Log.Warn("bot: refreshing the workspace's token failed; using the current one", "team", team, "err", err)
 		}
 	}
@@ -504,7 +504,49 @@ func (in *Installs) Client(ctx context.Context, team string) (*slack.Client, fun
 	if err != nil || e == nil {
 		return api, nil, err
 	}
-	return api, func(ctx context.Context) error { return in.refresh(ctx, e, token) }, nil
+	return api, func(ctx context.Context) error { return in.refresh(ctx, e, token, false) }, nil
+}
+
+// Renew gets team's installation a new token after Slack refused its
+// current one with refused, where a new token can help: a rotating token
+// that expired, or one that was revoked. With rotation auth.revoke kills
+// one token and keeps the installation; an uninstall revokes the refresh
+// token too: the refresh is what tells the two apart (issue 23's
+// tokens_revoked check). It reports whether a new token was issued. false
+// with no error means the refusal is final: the token does not rotate,
+// Slack's code is one no new token helps (invalid_auth,
+// account_inactive, not_authed), its refresh token is refused too, or no
+// installation serves team. A refused refresh token is then the answer
+// sought, not a failure: it is not counted as token_refresh_failed.
+func (in *Installs) Renew(ctx context.Context, team string, refused error) (bool, error) {
+	var se slack.SlackErrorResponse
+	if !errors.As(refused, &se) || se.Err != "token_expired" && se.Err != "token_revoked" {
+		return false, nil
+	}
+	_, e, token, err := in.pick(ctx, team)
+	switch {
+	case errors.Is(err, ErrNotInstalled):
+		return false, nil
+	case err != nil:
+		return false, err
+	case e == nil:
+		return false, nil // the pinned token: nothing to refresh
+	}
+	if inst, _, _ := e.get(); !inst.Rotating() {
+		return false, nil
+	}
+	err = in.refresh(ctx, e, token, true)
+	if errors.Is(err, ErrNotInstalled) || refreshRefused(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// refreshRefused reports whether err is Slack refusing the refresh token
+// itself (revoked with the installation, or spent long ago).
+func refreshRefused(err error) bool {
+	var ie *Error
+	return errors.As(err, &ie) && ie.Code == "invalid_refresh_token"
 }
 
 var _ slackapi.Authorizer = (*Installs)(nil)
@@ -526,8 +568,10 @@ func needsRefresh(inst session.Installation, now time.Time) bool {
 // refresh renews e's token: under the installation's Redis lock it
 // re-reads the record (another replica may have refreshed it already, or
 // replaced the failed token) and only then spends the refresh token.
-// failed is the token Slack just refused ("" for a refresh before expiry).
-func (in *Installs) refresh(ctx context.Context, e *entry, failed string) error {
+// failed is the token Slack just refused ("" for a refresh before expiry);
+// expected says a refused refresh token is a possible answer (Renew), not
+// a failure to count.
+func (in *Installs) refresh(ctx context.Context, e *entry, failed string, expected bool) error {
 	e.refresh.Lock()
 	defer e.refresh.Unlock()
 	cur, _, _ := e.get()
@@ -560,7 +604,9 @@ func (in *Installs) refresh(ctx context.Context, e *entry, failed string) error 
 	}
 	next, err := in.refreshToken(lctx, inst)
 	if err != nil {
-		in.env.Count("token_refresh_failed")
+		if !expected || !refreshRefused(err) {
+			in.env.Count("token_refresh_failed")
+		}
 		return err
 	}
 	// Slack has issued the new pair; if this write fails, the old refresh

@@ -60,7 +60,8 @@ func (c *Client) Do(ctx context.Context, call Call, fn func(ctx context.Context,
 			return err
 		}
 		err = fn(WithGrant(ctx, g), api)
-		if refresh != nil && !refreshed && TokenRefused(err) {
+		c.gov.release(g) // a grant whose request never left stops counting
+		if refresh != nil && !refreshed && !call.NoRefresh && TokenRefused(err) {
 			refreshed = true
 			c.log.Debug("bot: Slack refused the workspace's token; refreshing it once", "team", call.Team, "method", call.Method, "err", err)
 			if rerr := refresh(ctx); rerr == nil {

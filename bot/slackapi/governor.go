@@ -63,6 +63,10 @@ type Call struct {
 	// Slot makes the call take or keep a live-reply slot (ErrNoSlot when
 	// none is free; nothing is spent then).
 	Slot *Slot
+	// NoRefresh: Client.Do returns a refused token's error as it is, for
+	// a caller that decides itself whether a new token can help (the
+	// tokens_revoked check).
+	NoRefresh bool
 }
 
 // Slot names a reply's slot in a workspace pool; cover is the method
@@ -118,10 +122,22 @@ type Governor struct {
 	ungoverned map[string]int
 }
 
-// methodState is what this process knows of a method's shared state.
+// methodState is what this process knows of a method's shared state,
+// and the lateness of its calls (governor_lag.go).
 type methodState struct {
 	factor float64
 	paused time.Time
+	lag    lagMeter
+}
+
+// stateLocked is the state of key (team+" "+method), made when missing.
+func (g *Governor) stateLocked(key string) *methodState {
+	st := g.known[key]
+	if st == nil {
+		st = &methodState{}
+		g.known[key] = st
+	}
+	return st
 }
 
 func NewGovernor(store Budget, limits map[string]RateLimit, m *Metrics, log *slog.Logger, slotTTL time.Duration) *Governor {
@@ -149,6 +165,16 @@ type Grant struct {
 	team, method, channel string
 	used                  bool // guarded by the transport (one request per grant)
 	mu                    sync.Mutex
+	// followed: the grant's lateness is measured (governor_lag.go);
+	// set before Acquire returns it.
+	followed bool
+}
+
+// sent reports whether the transport took the grant for a request.
+func (g *Grant) sent() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.used
 }
 
 // take marks the grant used; false if it was already.
@@ -246,6 +272,7 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			return nil, ctx.Err()
 		case <-w.turn:
 		}
+		asked := time.Now()
 		res, err := g.spend(ctx, c, l)
 		now := time.Now()
 		g.mu.Lock()
@@ -271,6 +298,10 @@ func (g *Governor) Acquire(ctx context.Context, c Call) (*Grant, error) {
 			ln.remove(w)
 			g.kickLocked(ln)
 			g.gcLocked(ln)
+			// The call's lateness counts from asking for the token: Redis
+			// may have charged it at any moment of the round trip.
+			g.stateLocked(c.Team+" "+c.Method).lag.opened(gr, asked)
+			gr.followed = true
 			g.mu.Unlock()
 			g.m.SlackWait.WithLabelValues(c.Method, c.Prio.String()).Observe(now.Sub(start).Seconds())
 			if waited {
@@ -331,6 +362,9 @@ func (g *Governor) request(c Call, l RateLimit) session.SpendRequest {
 // spend asks the shared budget once (one Redis round trip).
 func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.SpendResult, error) {
 	r := g.request(c, l)
+	g.mu.Lock()
+	r.Lag = g.stateLocked(c.Team + " " + c.Method).lag.lag(time.Now())
+	g.mu.Unlock()
 	if c.Prio == Lossy {
 		// Leave a token for each live reply's final call.
 		g.mu.Lock()
@@ -354,8 +388,9 @@ func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.Spen
 				CoverMethod: s.Cover, CoverPerMinute: cl.PerMinute, CoverBurst: cl.safeBurst()}
 		}
 	}
+	g.m.SlackBudgetLag.WithLabelValues(c.Method).Set(r.Lag.Seconds())
 	if g.store == nil {
-		return g.spendLocal(c, l, r.Reserve), nil
+		return g.spendLocal(c, l, r.Reserve, r.Lag), nil
 	}
 	res, err := g.store.Spend(ctx, r)
 	if err != nil {
@@ -365,15 +400,10 @@ func (g *Governor) spend(ctx context.Context, c Call, l RateLimit) (session.Spen
 		// Redis away: keep Slack's limits per process rather than stop
 		// talking to Slack (a 429 still pauses the method).
 		g.warn("bot: shared Slack budget unavailable; budgeting in this process", err)
-		return g.spendLocal(c, l, r.Reserve), nil
+		return g.spendLocal(c, l, r.Reserve, r.Lag), nil
 	}
 	g.mu.Lock()
-	k := c.Team + " " + c.Method
-	st := g.known[k]
-	if st == nil {
-		st = &methodState{}
-		g.known[k] = st
-	}
+	st := g.stateLocked(c.Team + " " + c.Method)
 	st.factor = res.Factor
 	if r.Slot != nil {
 		g.slots[c.Team+" "+r.Slot.Pool] = res.Slots
@@ -407,11 +437,9 @@ func (g *Governor) throttled(ctx context.Context, team, method, channel string, 
 	l := g.Limit(method)
 	until := time.Now().Add(retryAfter)
 	g.mu.Lock()
-	k := team + " " + method
-	st := g.known[k]
-	if st == nil {
-		st = &methodState{factor: 1}
-		g.known[k] = st
+	st := g.stateLocked(team + " " + method)
+	if st.factor <= 0 {
+		st.factor = 1
 	}
 	if until.After(st.paused) {
 		st.paused = until
@@ -495,8 +523,9 @@ func (g *Governor) noteUngoverned(method string) {
 type localBucket struct{ tat time.Time }
 
 // spendLocal budgets in this process: Redis is away (or absent in tests).
-// Live slots are then always free.
-func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendResult {
+// Live slots are then always free. lag is the latency margin's input, as
+// in the shared budget (governor_lag.go).
+func (g *Governor) spendLocal(c Call, l RateLimit, reserve int, lag time.Duration) session.SpendResult {
 	if l.Off {
 		return session.SpendResult{OK: true, Factor: 1, HasSlot: c.Slot != nil}
 	}
@@ -513,7 +542,7 @@ func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendRes
 			base = now
 		}
 		tol := max(1, burst-reserve)
-		if at := base.Add(t - time.Duration(tol)*t); now.Before(at) {
+		if at := base.Add(t - time.Duration(tol)*t + lagMargin(lag, t, tol)); now.Before(at) {
 			return at.Sub(now), false
 		}
 		if commit {
@@ -536,4 +565,41 @@ func (g *Governor) spendLocal(c Call, l RateLimit, reserve int) session.SpendRes
 	}
 	take(ws, l.PerMinute, l.safeBurst(), true)
 	return session.SpendResult{OK: true, Factor: 1, HasSlot: c.Slot != nil}
+}
+
+// lagMargin is the room the budget leaves beyond its tolerance of tol
+// tokens every t for calls held up to lag (governor_lag.go): the spare
+// token covers one interval of it, the rest is taken off the burst, but
+// never the last token (a full budget still admits a call at once, and
+// the rate is the budget's). The shared budget computes the same in Lua.
+func lagMargin(lag, t time.Duration, tol int) time.Duration {
+	return min(max(lag-t, 0), time.Duration(tol-1)*t)
+}
+
+// answered ends following gr's lateness: Slack answered its request at
+// now (Transport). Nil-safe.
+func (g *Governor) answered(gr *Grant, now time.Time) {
+	if gr == nil || !gr.followed {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.known[gr.team+" "+gr.method]; st != nil {
+		st.lag.answered(gr, now)
+	}
+}
+
+// release ends following gr when its call is over (Client.Do) and its
+// request never reached the transport. A request sent but not answered
+// (its context ended in flight, the connection broke) may still reach
+// Slack, so it stays followed until the meter forgets it. Nil-safe.
+func (g *Governor) release(gr *Grant) {
+	if gr == nil || !gr.followed || gr.sent() {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.known[gr.team+" "+gr.method]; st != nil {
+		st.lag.unsent(gr)
+	}
 }

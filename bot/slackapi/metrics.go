@@ -13,6 +13,7 @@ type Metrics struct {
 	SlackDropped      *prometheus.CounterVec
 	SlackBudgetInUse  *prometheus.GaugeVec
 	SlackBudgetFactor *prometheus.GaugeVec
+	SlackBudgetLag    *prometheus.GaugeVec
 }
 
 // NewMetrics creates the instruments, unregistered.
@@ -36,6 +37,9 @@ func NewMetrics() *Metrics {
 		}, []string{"method"}),
 		SlackBudgetFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "bobbin_slack_budget_factor", Help: "Share of a Slack method's configured budget in use after 429s (1: all; shrinks after 429s, recovers slowly).",
+		}, []string{"method"}),
+		SlackBudgetLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "bobbin_slack_budget_lag_seconds", Help: "How late this process's calls of a Slack method may reach Slack after their budget was granted, as last measured (the budget keeps that much of the burst, less one token's interval, unspent).",
 		}, []string{"method"}),
 	}
 }

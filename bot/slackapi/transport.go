@@ -84,15 +84,21 @@ func (t Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if channel == "" {
 			channel = formChannel(r)
 		}
-		if _, err := t.gov.Acquire(r.Context(), Call{Team: team, Method: method, Channel: channel, Prio: Must}); err != nil {
+		own, err := t.gov.Acquire(r.Context(), Call{Team: team, Method: method, Channel: channel, Prio: Must})
+		if err != nil {
 			return nil, err
 		}
+		g = own
 	}
 	resp, err := t.next.RoundTrip(r)
 	if err != nil {
 		t.m.SlackCalls.WithLabelValues(method, "error").Inc()
 		return nil, err
 	}
+	// Slack's answer is the latest the request can have reached it: the
+	// call's lateness (governor_lag.go). A request with no answer stays
+	// followed: it may still arrive.
+	t.gov.answered(g, time.Now())
 	status := responseStatus(resp)
 	t.m.SlackCalls.WithLabelValues(method, status).Inc()
 	if status == "ratelimited" {
