@@ -9,10 +9,11 @@
 //
 // Default sizes keep the package to a few minutes on two cores;
 // BOBBIN_FAULT_FULL=1 runs the full sizes. TestSoak runs 75 s of traffic by
-// default; -soak=30m (with -timeout=45m, -soak-rate, -soak-restart) runs
-// the long soak, and -artifacts keeps its CSV and PNG curves. TestWeight
-// reports idle and peak RSS and start-up time (BOBBIN_WEIGHT_ROUNDS=3). Tests skip when
-// redis-server is not on PATH, and under -short.
+// default; -soak=30m (with -timeout=45m, -soak-rate, -soak-restart,
+// -soak-workspaces) runs the long soak, and -artifacts keeps its CSV and
+// PNG curves. TestWeight reports idle and peak RSS and start-up time
+// (BOBBIN_WEIGHT_ROUNDS=3). Tests skip when redis-server is not on PATH,
+// and under -short.
 //
 // The package holds only tests; its non-test part is this comment. It must
 // not be imported by anything.

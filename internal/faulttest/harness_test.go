@@ -335,13 +335,20 @@ type replica struct {
 // start runs a new replica and waits until /readyz answers 200.
 func (c *cluster) start() *replica {
 	c.t.Helper()
+	return c.startAt("")
+}
+
+// startAt is start on a given HTTP address ("" = a free port), for a
+// replica whose address must be known before it runs (PUBLIC_URL).
+func (c *cluster) startAt(addr string) *replica {
+	c.t.Helper()
 	for attempt := 0; ; attempt++ {
-		r := c.launch()
+		r := c.launchAt(addr)
 		ok := poll(30*time.Second, func() bool { return r.p.exited() || r.ready() })
 		switch {
 		case ok && !r.p.exited():
 			return r
-		case r.p.exited() && attempt < 2 && r.logLines("address already in use") > 0:
+		case r.p.exited() && addr == "" && attempt < 2 && r.logLines("address already in use") > 0:
 			continue // freePort's port was taken meanwhile
 		case r.p.exited():
 			c.t.Fatalf("replica %s exited: %v\n%s", r.name, r.p.err, r.logTail(30))
@@ -354,11 +361,20 @@ func (c *cluster) start() *replica {
 // launch runs a new replica without waiting for it.
 func (c *cluster) launch() *replica {
 	c.t.Helper()
+	return c.launchAt("")
+}
+
+// launchAt is launch on a given HTTP address ("" = a free port).
+func (c *cluster) launchAt(addr string) *replica {
+	c.t.Helper()
 	c.mu.Lock()
 	c.seq++
 	name := fmt.Sprintf("r%d", c.seq)
 	c.mu.Unlock()
-	r := &replica{name: name, addr: fmt.Sprintf("127.0.0.1:%d", freePort(c.t)), log: filepath.Join(c.t.TempDir(), name+".log")}
+	if addr == "" {
+		addr = fmt.Sprintf("127.0.0.1:%d", freePort(c.t))
+	}
+	r := &replica{name: name, addr: addr, log: filepath.Join(c.t.TempDir(), name+".log")}
 	f, err := os.Create(r.log)
 	if err != nil {
 		c.t.Fatal(err)

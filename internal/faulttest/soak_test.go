@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,6 +28,7 @@ var (
 	soakFlag     = flag.Duration("soak", 0, "TestSoak's traffic duration (e.g. 30m); 0: the short CI version (75 s), or 30m with BOBBIN_FAULT_FULL=1")
 	soakRate     = flag.Float64("soak-rate", 0, "TestSoak's mentions per second (0: 0.2 for the CI version, 0.3 for a long one)")
 	soakRestarts = flag.Duration("soak-restart", 0, "TestSoak's period between restarts of replica B (0: 30 s for the CI version, 5m for a long one)")
+	soakSpaces   = flag.Int("soak-workspaces", 1, "TestSoak's workspaces: 1 is one workspace with a pinned bot token; N > 1 spreads the channels over N workspaces installed through the OAuth v2 flow (a long run's default rate is then 5/s)")
 )
 
 // soakChannels is how many channels the mentions are spread over.
@@ -52,15 +55,34 @@ type soakSample struct {
 // leaked. The curves are written as CSV and PNG to the test's artifact
 // directory (go test -artifacts keeps them).
 //
-// The default is a short version for CI; the long one:
+// By default all channels are in one workspace (a pinned bot token),
+// whose chat.update budget (Tier 3, 50 a minute) sustains about 0.3
+// mentions a second. -soak-workspaces N spreads the channels over N
+// workspaces, each installed through the program's OAuth v2 flow (with
+// PUBLIC_URL on replica A, which is never restarted) and each with its
+// own Slack budgets, as a deployment serving 5 mentions a second across
+// many workspaces is; the mentions go round-robin over the channels, so
+// each workspace sees rate/N. The figures include CPU used per second
+// of traffic by the replicas, Redis and the test process (the emulators
+// and the clicker), to tell whether the machine kept up.
+//
+// The default is a short version for CI; the long ones (one workspace at
+// 0.3/s; 20 workspaces, one channel each, at the 5/s):
 //
 //	go test -run TestSoak -timeout=45m -artifacts -outputdir $PWD/out ./internal/faulttest -soak=30m
+//	go test -run TestSoak -timeout=45m -artifacts -outputdir $PWD/out ./internal/faulttest -soak=30m -soak-workspaces=20
 func TestSoak(t *testing.T) {
 	requireEnv(t)
+	spaces := max(*soakSpaces, 1)
 	dur, rate, restartEvery := 75*time.Second, 0.2, 30*time.Second
 	long := *soakFlag >= 10*time.Minute || (*soakFlag == 0 && full())
 	if long {
 		dur, rate, restartEvery = 30*time.Minute, 0.3, 5*time.Minute
+		if spaces > 1 {
+			// Slack's budgets are per workspace: the rate,
+			// rate/N in each.
+			rate = 5
+		}
 	}
 	dur = cmpOr(*soakFlag, dur)
 	rate = cmpOr(*soakRate, rate)
@@ -73,11 +95,31 @@ func TestSoak(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("servers:\n  - name: ops\n    url: "+act.url+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := newCluster(t, clusterOpts{strict: true, interval: 20 * time.Millisecond, env: map[string]string{
+	opts := clusterOpts{strict: true, interval: 20 * time.Millisecond, env: map[string]string{
 		"MCP_CONFIG": cfgPath, "MCP_ALLOW_PRIVATE_NETWORKS": "true",
 		// A per-person limit, not Slack's: one person mentions here.
 		"USER_TURNS_PER_MINUTE": "100000",
-	}})
+	}}
+	// Where each channel lies and who asks there: Alice in the one
+	// workspace of the pinned token, or in each of the installed ones,
+	// whose PUBLIC_URL is replica A (never restarted).
+	places := make([]soakPlace, soakChannels)
+	for i := range places {
+		places[i] = soakPlace{team: slackemu.TeamID, user: slackemu.UserAlice}
+	}
+	var teams []slackemu.Team
+	addrA := ""
+	if spaces > 1 {
+		addrA = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		teams, places = soakTeams(spaces, soakChannels)
+		oauth, env := installOpts(addrA)
+		opts.emu = slackemu.Options{Teams: teams, OAuth: oauth}
+		maps.Copy(opts.env, env)
+	}
+	c := newCluster(t, opts)
+	if spaces > 1 {
+		c.env["SLACK_OAUTH_AUTHORIZE_URL"] = c.emu.AuthorizeURL()
+	}
 	c.llm.SetResponder(func(req llmemu.Recorded) llmemu.Reply {
 		id := msgID(req.LastUserText())
 		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "tool" {
@@ -94,13 +136,16 @@ func TestSoak(t *testing.T) {
 	channels := make([]string, soakChannels)
 	for i := range channels {
 		channels[i] = fmt.Sprintf("CS%03d", i)
-		c.emu.AddChannel(slackemu.TeamID, slackemu.Channel{ID: channels[i], Name: fmt.Sprintf("soak-%d", i), BotMember: true})
+		c.emu.AddChannel(places[i].team, slackemu.Channel{ID: channels[i], Name: fmt.Sprintf("soak-%d", i), BotMember: true})
 	}
 
-	a := c.start()
+	a := c.startAt(addrA)
 	var mu sync.Mutex
 	b := c.start()
 	replicaB := func() *replica { mu.Lock(); defer mu.Unlock(); return b }
+	if spaces > 1 {
+		installAll(t, c.emu, "http://"+addrA, teams)
+	}
 
 	type root struct{ channel, ts string }
 	var (
@@ -110,7 +155,9 @@ func TestSoak(t *testing.T) {
 		bg       sync.WaitGroup
 		samples  []soakSample
 		restarts int
+		passes   []time.Duration // of the clicker, during the traffic
 		began    = time.Now()
+		cpu0     = c.cpu()
 	)
 	snapshot := func() map[string]root {
 		rootsMu.Lock()
@@ -149,8 +196,8 @@ func TestSoak(t *testing.T) {
 			case <-tick.C:
 			}
 			id := fmt.Sprintf("msg-%d", n)
-			ch := channels[n%len(channels)]
-			p := c.emu.Mention(slackemu.TeamID, ch, slackemu.UserAlice, "please act on "+id, "")
+			ch, pl := channels[n%len(channels)], places[n%len(channels)]
+			p := c.emu.Mention(pl.team, ch, pl.user, "please act on "+id, "")
 			rootsMu.Lock()
 			roots[id] = root{ch, p.TS}
 			rootsMu.Unlock()
@@ -162,7 +209,7 @@ func TestSoak(t *testing.T) {
 	clicked := map[string][]time.Time{}
 	clicks := 0
 	clicker := func() {
-		for _, ch := range channels {
+		for i, ch := range channels {
 			for _, m := range c.emu.Messages(ch) {
 				if !m.IsBot() || m.Deleted || !bytes.Contains(m.Blocks, []byte("bobbin_allow_once")) {
 					continue
@@ -171,7 +218,7 @@ func TestSoak(t *testing.T) {
 				if len(prev) >= 5 || (len(prev) > 0 && time.Since(prev[len(prev)-1]) < 10*time.Second) {
 					continue
 				}
-				if _, err := c.emu.Click(slackemu.TeamID, slackemu.UserAlice, ch, m.TS, "bobbin_allow_once", ""); err == nil {
+				if _, err := c.emu.Click(places[i].team, places[i].user, ch, m.TS, "bobbin_allow_once", ""); err == nil {
 					clicked[m.TS] = append(prev, time.Now())
 					clicks++
 				}
@@ -185,7 +232,9 @@ func TestSoak(t *testing.T) {
 				return
 			case <-time.After(250 * time.Millisecond):
 			}
+			start := time.Now()
 			clicker()
+			passes = append(passes, time.Since(start))
 		}
 	})
 	// Replica B is restarted periodically.
@@ -230,6 +279,7 @@ func TestSoak(t *testing.T) {
 	}
 	close(stop)
 	bg.Wait()
+	traffic, cpu1 := time.Since(began), c.cpu()
 
 	all := snapshot()
 	drained := poll(120*time.Second, func() bool {
@@ -261,7 +311,7 @@ func TestSoak(t *testing.T) {
 			t.Logf("%s (channel %s, thread %s): answered, but the approved tool never ran (click during the asking replica's shutdown)", id, r.channel, r.ts)
 		}
 	}
-	limited := c.emu.RateLimited()
+	limited := c.emu.RateLimited() // over all workspaces
 	stats := c.emu.ConnStats()
 	live := c.emu.LiveConnections()
 
@@ -281,20 +331,22 @@ func TestSoak(t *testing.T) {
 			t.Logf("soak curves:\n%s", data)
 		}
 	}()
-	report(t, "soak", "duration", dur, "rate_per_s", rate, "channels", soakChannels, "restarts_of_b", restarts,
-		"mentions", len(all), "answered", answered, "lost", lost, "duplicate_replies", duplicates,
+	report(t, "soak", "duration", dur, "rate_per_s", rate, "workspaces", spaces, "channels", soakChannels, "restarts_of_b", restarts,
+		"mentions", len(all), "sent_per_s", fmt.Sprintf("%.2f", float64(len(all))/traffic.Seconds()), "answered", answered, "lost", lost, "duplicate_replies", duplicates,
 		"tool_ran_twice", twice, "tool_never_ran", never, "clicks", clicks, "drained", drained,
 		"rate_limited", fmt.Sprint(limited), "rss_a_mib", fmt.Sprintf("%.1f→%.1f", rssEarly/(1<<20), rssLate/(1<<20)),
 		"goroutines_a", fmt.Sprintf("%.0f→%.0f", goEarly, goLate),
 		"redis_keys_end", final.keys, "persistent_keys", fmt.Sprintf("%.0f→%d", persistEarly, final.persistentKeys),
 		"live_sockets_end", live, "max_live_sockets", stats.MaxLive, "sockets_opened", stats.Opened,
+		"cpu_per_s", cpu1.sub(cpu0).per(traffic), "load", loadAvg(), "cores", runtime.NumCPU(),
+		"clicker_pass_ms", passSummary(passes), "test_rss_mib", fmt.Sprintf("%.0f", float64(rssPid(os.Getpid()))/(1<<20)),
 		"csv", csvPath, "png", pngPath)
 
 	if lost != 0 || duplicates != 0 {
 		t.Errorf("lost=%d duplicate replies=%d over %d mentions; want 0", lost, duplicates, len(all))
 	}
 	if len(limited) != 0 {
-		t.Errorf("the emulator answered 429 to %v; want none", limited)
+		t.Errorf("the emulator answered 429 to %v (by workspace: %v); want none", limited, limitedByTeam(c.emu))
 	}
 	if len(early) > 0 && len(late) > 0 {
 		if rssLate > 1.10*rssEarly {
@@ -361,8 +413,11 @@ func median(s []soakSample, f func(soakSample) float64) float64 {
 }
 
 // rssOf reads a replica's VmRSS (0 when it is gone).
-func rssOf(r *replica) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.p.cmd.Process.Pid))
+func rssOf(r *replica) int64 { return rssPid(r.p.cmd.Process.Pid) }
+
+// rssPid reads a process's VmRSS (0 when it is gone).
+func rssPid(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
@@ -374,6 +429,74 @@ func rssOf(r *replica) int64 {
 		}
 	}
 	return 0
+}
+
+// cpuUse is CPU time (user + system) used so far by every replica run,
+// by Redis, and by the test process (the emulators, the clicker).
+type cpuUse struct{ bots, redis, test time.Duration }
+
+func (c *cluster) cpu() cpuUse {
+	c.mu.Lock()
+	rs := slices.Clone(c.replicas)
+	c.mu.Unlock()
+	var u cpuUse
+	for _, r := range rs {
+		if r.p.exited() {
+			u.bots += r.p.cmd.ProcessState.UserTime() + r.p.cmd.ProcessState.SystemTime()
+		} else {
+			u.bots += procCPU(r.p.cmd.Process.Pid)
+		}
+	}
+	u.redis = procCPU(c.redis.p.cmd.Process.Pid)
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.test = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return u
+}
+
+func (u cpuUse) sub(v cpuUse) cpuUse {
+	return cpuUse{bots: u.bots - v.bots, redis: u.redis - v.redis, test: u.test - v.test}
+}
+
+// per formats the use as cores busy over d.
+func (u cpuUse) per(d time.Duration) string {
+	f := func(x time.Duration) float64 { return x.Seconds() / d.Seconds() }
+	return fmt.Sprintf("bots=%.2f,redis=%.2f,test=%.2f", f(u.bots), f(u.redis), f(u.test))
+}
+
+// procCPU reads a running process's utime + stime from /proc (0 when it
+// is gone).
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(data, ')')
+	if err != nil || i < 0 {
+		return 0
+	}
+	// After the command name: state (field 3) … utime (14), stime (15),
+	// in clock ticks (100 a second on Linux).
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100)
+}
+
+// loadAvg is the machine's 1-minute load average ("?" when unknown).
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// passSummary formats the clicker's pass durations as p50/max in ms.
+func passSummary(ds []time.Duration) string {
+	s := summarize(ds)
+	return fmt.Sprintf("%d/%d", s.p50.Milliseconds(), s.max.Milliseconds())
 }
 
 // keyCounts returns the number of keys and of keys without a TTL (-1 on
