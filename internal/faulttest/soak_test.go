@@ -303,12 +303,11 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%s (channel %s, thread %s): the approved tool ran %d times, want once", id, r.channel, r.ts, n)
 		case n == 0:
 			never++
-			// TODO(issue 23): a known race, reported rather than asserted
-			// so CI stays usable: "Allow once" clicked while the replica
-			// asking shuts down (it withdraws its prompts) is recorded,
-			// yet the turn resumed on the other replica ends without
-			// running the tool. Make this an error once it is fixed.
-			t.Logf("%s (channel %s, thread %s): answered, but the approved tool never ran (click during the asking replica's shutdown)", id, r.channel, r.ts)
+			// Every mention's tool is approved ("Allow once"), also when the
+			// click races the asking replica's shutdown: the turn is handed
+			// over with the call unanswered and the replica that resumes it
+			// takes the click (agent.ErrHandOver, ask's resume).
+			t.Errorf("%s (channel %s, thread %s): answered, but the approved tool never ran", id, r.channel, r.ts)
 		}
 	}
 	limited := c.emu.RateLimited() // over all workspaces
