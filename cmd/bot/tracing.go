@@ -3,17 +3,23 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/bobbinbot/bobbin/internal/otlp"
 )
 
 // tracing is the process's OpenTelemetry setup: traces of every turn
@@ -30,10 +36,12 @@ type tracing struct {
 
 // newTracing reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as is) or
 // OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces), OTEL_EXPORTER_OTLP_HEADERS
-// (and _TRACES_HEADERS), OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
-// OTEL_SDK_DISABLED and OTEL_TRACES_EXPORTER (none turns it off). The SDK
-// reads the rest (OTEL_TRACES_SAMPLER, OTEL_BSP_*, timeouts) itself.
-// Problems are reported with the variable's name.
+// (and _TRACES_HEADERS), OTEL_EXPORTER_OTLP_TIMEOUT, _COMPRESSION,
+// _CERTIFICATE, _CLIENT_CERTIFICATE and _CLIENT_KEY (each also as
+// OTEL_EXPORTER_OTLP_TRACES_*, which wins), OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES, OTEL_SDK_DISABLED and OTEL_TRACES_EXPORTER
+// (none turns it off). The SDK reads the rest (OTEL_TRACES_SAMPLER,
+// OTEL_BSP_*) itself. Problems are reported with the variable's name.
 func newTracing(getenv func(string) string, log *slog.Logger, probs *problems) tracing {
 	off := tracing{shutdown: func(context.Context) error { return nil }}
 	endpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -58,7 +66,7 @@ func newTracing(getenv func(string) string, log *slog.Logger, probs *problems) t
 		probs.add("OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL such as http://otel-collector:4318")
 		return off
 	}
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint)}
+	cfg := otlp.Config{URL: endpoint}
 	headers, err := otlpHeaders(getenv("OTEL_EXPORTER_OTLP_HEADERS"))
 	if err != nil {
 		probs.add("OTEL_EXPORTER_OTLP_HEADERS " + err.Error())
@@ -72,10 +80,11 @@ func newTracing(getenv func(string) string, log *slog.Logger, probs *problems) t
 	for k, v := range th {
 		headers[k] = v
 	}
-	if len(headers) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(headers))
+	cfg.Headers = headers
+	if !otlpTransport(getenv, &cfg, probs) {
+		return off
 	}
-	exp, err := otlptracehttp.New(context.Background(), opts...)
+	exp, err := otlp.New(cfg)
 	if err != nil {
 		probs.add("OTEL_EXPORTER_OTLP_ENDPOINT: " + err.Error())
 		return off
@@ -125,4 +134,70 @@ func otlpHeaders(s string) (map[string]string, error) {
 		out[k] = strings.TrimSpace(v)
 	}
 	return out, nil
+}
+
+// otlpVar reads OTEL_EXPORTER_OTLP_TRACES_<name>, else
+// OTEL_EXPORTER_OTLP_<name>, and says which one it read.
+func otlpVar(getenv func(string) string, name string) (value, key string) {
+	if v := getenv("OTEL_EXPORTER_OTLP_TRACES_" + name); v != "" {
+		return v, "OTEL_EXPORTER_OTLP_TRACES_" + name
+	}
+	return getenv("OTEL_EXPORTER_OTLP_" + name), "OTEL_EXPORTER_OTLP_" + name
+}
+
+// otlpTransport reads the export's timeout (milliseconds), compression
+// (gzip or none) and TLS files (PEM: a CA bundle, a client certificate
+// and its key) into cfg; false when one is wrong (reported).
+func otlpTransport(getenv func(string) string, cfg *otlp.Config, probs *problems) bool {
+	ok := true
+	if v, key := otlpVar(getenv, "TIMEOUT"); v != "" {
+		ms, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || ms <= 0 {
+			probs.add(key + " must be a positive number of milliseconds, got " + strconv.Quote(v))
+			ok = false
+		}
+		cfg.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	switch v, key := otlpVar(getenv, "COMPRESSION"); strings.ToLower(strings.TrimSpace(v)) {
+	case "", "none":
+	case "gzip":
+		cfg.Gzip = true
+	default:
+		probs.add(key + " must be gzip or none, got " + strconv.Quote(v))
+		ok = false
+	}
+	ca, caKey := otlpVar(getenv, "CERTIFICATE")
+	cert, certKey := otlpVar(getenv, "CLIENT_CERTIFICATE")
+	key, keyKey := otlpVar(getenv, "CLIENT_KEY")
+	if ca == "" && cert == "" && key == "" {
+		return ok
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		pool := x509.NewCertPool()
+		switch {
+		case err != nil:
+			probs.add(caKey + ": " + err.Error())
+			ok = false
+		case !pool.AppendCertsFromPEM(pem):
+			probs.add(caKey + ": " + ca + " holds no PEM certificate")
+			ok = false
+		}
+		tc.RootCAs = pool
+	}
+	switch {
+	case (cert == "") != (key == ""):
+		probs.add(certKey + " and " + keyKey + " must be set together")
+		ok = false
+	case cert != "":
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			probs.add(certKey + ", " + keyKey + ": " + err.Error())
+			ok = false
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	cfg.TLS = tc
+	return ok
 }
