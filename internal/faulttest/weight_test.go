@@ -2,6 +2,7 @@ package faulttest
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -57,14 +58,42 @@ type weight struct {
 // detail breaks a replica's memory down, in MiB.
 func detail(t *testing.T, r *replica) string {
 	m := func(v float64) float64 { return mib(int64(v)) }
-	return fmt.Sprintf("anon=%.1f file=%.1f binary=%s heap_inuse=%.1f heap_sys=%.1f heap_released=%.1f stack=%.1f goroutines=%.0f",
+	return fmt.Sprintf("anon=%.1f file=%.1f binary=%s heap_inuse=%.1f heap_sys=%.1f heap_released=%.1f stack=%.1f goroutines=%.0f cpu_ms=%d gc_cycles=%.0f",
 		mib(procStatus(t, r, "RssAnon")), mib(procStatus(t, r, "RssFile")), binaryRSS(r),
 		m(r.metric("go_memstats_heap_inuse_bytes")), m(r.metric("go_memstats_heap_sys_bytes")),
-		m(r.metric("go_memstats_heap_released_bytes")), m(r.metric("go_memstats_stack_inuse_bytes")), r.metric("go_goroutines"))
+		m(r.metric("go_memstats_heap_released_bytes")), m(r.metric("go_memstats_stack_inuse_bytes")), r.metric("go_goroutines"),
+		cpuMillis(r), r.metric("go_gc_duration_seconds_count"))
+}
+
+// cpuMillis is the CPU time (user + system) a replica has used so far,
+// from /proc/<pid>/stat (clock ticks of 10 ms); -1 when unreadable.
+func cpuMillis(r *replica) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.p.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	// The fields after the command name (which may hold spaces) start
+	// with the state (field 3); utime and stime are fields 14 and 15.
+	rest := string(data[bytes.LastIndexByte(data, ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return -1
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return (ut + st) * 10
 }
 
 func measureWeight(t *testing.T, embedded bool) weight {
 	env := map[string]string{"MAX_CONCURRENT_TURNS": "16"}
+	// BOBBIN_WEIGHT_GOGC sets the replicas' GOGC (unset: the program's
+	// default), to compare.
+	if g := os.Getenv("BOBBIN_WEIGHT_GOGC"); g != "" {
+		env["GOGC"] = g
+	}
 	if embedded {
 		env["REDIS_URL"] = ""
 	}
