@@ -38,6 +38,8 @@ func (b *Bot) newReply(lease *session.Lease, turnID string, who inbound, sign *l
 				b.log.Debug("bot: recording the reply ts failed", append(threadAttrs(k.Team, k.Channel, k.ThreadTS), "err", err)...)
 			}
 		},
+		// Slack shows the thread working: that is the sign of life.
+		OnWorking: sign.shown,
 		// The person pressed Slack's own stop on a native stream.
 		UserStopped: func() { b.cancels.cancel(k, stopCause{user: who.User}) },
 		ToolCall:    func(decision, result string) { b.m.ToolCalls.WithLabelValues(decision, result).Inc() },

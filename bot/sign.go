@@ -24,6 +24,10 @@ import (
 // serve the sign in time, the person gets a short ephemeral note instead
 // (chat.postEphemeral, Tier 4, also not the answers' budget). Assistant
 // threads have their status line (assistant.threads.setStatus) instead.
+// Where the workspace has agent sessions, the thread's session status
+// ("processing", agents.sessions.setStatus, bot/stream) is a sign too:
+// once Slack accepted it the reply counts as shown, so no reaction or
+// note is spent on it and they stay for the threads that need them.
 
 // signDelay is how long a reply may show nothing before the sign goes
 // up: early enough that the sign (after at most signReactWait for the

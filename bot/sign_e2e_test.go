@@ -15,12 +15,14 @@ import (
 // logged (run with -v); no timing is asserted.
 
 // signFigures are, per mention, when the person first saw a sign (a
-// reaction, the ephemeral note or any message of the reply) and when the
-// reply first showed answer text, in Slack time from the mention.
+// reaction, the ephemeral note, the thread's agent session working, or
+// any message of the reply) and when the reply first showed answer text,
+// in Slack time from the mention.
 type signFigures struct {
 	sign, text []time.Duration
 	reactions  int // signs that were the :eyes: reaction
 	notes      int // signs that were the ephemeral note
+	sessions   int // signs that were the session's status (Slack's "working" line)
 	maxSign    time.Duration
 	medianText time.Duration
 	p90Sign    time.Duration
@@ -53,6 +55,14 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 				earlier(c.Time, "note")
 			}
 		}
+		if as, ok := h.emu.AgentSession(a.channel, a.ts); ok {
+			for _, c := range as.Statuses {
+				if c.Status == "processing" || c.Status == "suspended" {
+					earlier(c.Time, "session")
+					break
+				}
+			}
+		}
 		for _, m := range h.emu.BotReplies(a.channel, a.ts) {
 			if len(m.History) == 0 {
 				continue
@@ -72,6 +82,8 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 			sf.reactions++
 		case "note":
 			sf.notes++
+		case "session":
+			sf.sessions++
 		}
 		if sign.IsZero() {
 			sign = text
@@ -89,9 +101,9 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 
 func (w *govWorld) logSigns(name string, sf signFigures) {
 	w.t.Helper()
-	w.t.Logf("%s: first visible sign median %.2f s, p90 %.2f s, max %.2f s (%d reactions, %d notes, rest the reply's own message); "+
+	w.t.Logf("%s: first visible sign median %.2f s, p90 %.2f s, max %.2f s (%d reactions, %d notes, %d session statuses, rest the reply's own message); "+
 		"first visible text median %.2f s, p90 %.2f s (Slack time)",
-		name, sf.medianSign.Seconds(), sf.p90Sign.Seconds(), sf.maxSign.Seconds(), sf.reactions, sf.notes,
+		name, sf.medianSign.Seconds(), sf.p90Sign.Seconds(), sf.maxSign.Seconds(), sf.reactions, sf.notes, sf.sessions,
 		sf.medianText.Seconds(), sf.p90Text.Seconds())
 }
 

@@ -248,3 +248,46 @@ func TestNativeStopWithoutAPIURL(t *testing.T) {
 		t.Errorf("session %q, want active", s.Status)
 	}
 }
+
+// TestOnWorkingOnceSessionShown: OnWorking is called once, when Slack
+// accepted the session's "processing" (a sign of life: bot/sign.go), and
+// never in a workspace that refuses agent sessions.
+func TestOnWorkingOnceSessionShown(t *testing.T) {
+	for _, refused := range []bool{false, true} {
+		g := newRig(t)
+		if refused {
+			g.emu.SetAgentSessionsRefused(g.k.Team, "not_allowed")
+		}
+		o := g.options()
+		o.Mode = Edit
+		o.Sessions = &Sessions{}
+		var calls int
+		var mu sync.Mutex
+		o.OnWorking = func() { mu.Lock(); calls++; mu.Unlock() }
+		r := New(o)
+		var wg sync.WaitGroup
+		run, stop := contextWithTimeout(t, 20*time.Second)
+		wg.Go(func() { r.Run(run) })
+		r.Observe(agent.Event{Kind: agent.EventStep, Step: 1})
+		deadline := time.Now().Add(10 * time.Second)
+		for len(g.emu.Calls("agents.sessions.setStatus")) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		r.Observe(agent.Event{Kind: agent.EventText, Text: "the answer"})
+		time.Sleep(200 * time.Millisecond) // more ticks: still one call
+		r.Close()
+		wg.Wait()
+		r.Finish(ctx(t), "the answer", "")
+		stop()
+		mu.Lock()
+		got := calls
+		mu.Unlock()
+		want := 1
+		if refused {
+			want = 0
+		}
+		if got != want {
+			t.Errorf("refused=%v: OnWorking called %d times, want %d (session statuses %v)", refused, got, want, g.emu.SessionStatuses(g.k.Channel, g.k.ThreadTS))
+		}
+	}
+}

@@ -85,6 +85,10 @@ type Options struct {
 	Guard func(context.Context) error
 	// OnPost learns the reply's first ts as soon as it is posted.
 	OnPost func(ctx context.Context, ts string)
+	// OnWorking learns that Slack accepted the thread's agent session
+	// status "processing" or "suspended": the person sees the thread
+	// working (a sign of life, bot/sign.go). Called at most once.
+	OnWorking func()
 	// UserStopped is called when the person stopped a native stream
 	// with Slack's own stop (stopped_by_user): the turn should end.
 	UserStopped func()

@@ -46,6 +46,8 @@ type sessionState struct {
 	// failed is a status Slack refused for this thread (not_authorized,
 	// channel_not_found, …): not asked again until the status changes.
 	failed string
+	// working: Options.OnWorking was called.
+	working bool
 }
 
 // sessionStatusOf maps the reply's status line to a session status.
@@ -112,6 +114,10 @@ func (r *Reply) sendSession(ctx context.Context, status string, final bool) {
 	switch {
 	case err == nil:
 		r.as.sent, r.as.failed = status, ""
+		if status != slack.AgentSessionStatusActive && status != slack.AgentSessionStatusClosed && r.o.OnWorking != nil && !r.as.working {
+			r.as.working = true
+			r.o.OnWorking()
+		}
 	case errors.As(err, &se) && sessionRefusals[se.Err]:
 		if _, loaded := refused.refused.LoadOrStore(team, struct{}{}); !loaded {
 			r.log.Warn("bot: Slack refuses agent sessions in this workspace; turns go on without a session status or Slack's Stop (enable the agent features in the app's settings)",
