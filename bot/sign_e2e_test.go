@@ -25,7 +25,7 @@ type signFigures struct {
 	sessions   int // signs that were the session's status (Slack's "working" line)
 	// unsigned counts mentions that saw nothing before their answer's
 	// text (the reply posted complete, no sign before it).
-	unsigned   int
+	unsigned int
 	maxSign    time.Duration
 	medianText time.Duration
 	p90Sign    time.Duration
