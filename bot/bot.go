@@ -129,10 +129,6 @@ type Options struct {
 	// stream.DefaultStreamLifetime, 4m30s): Slack ends a stream about 5
 	// minutes after it starts. It must be positive and below 5 minutes.
 	StreamLifetime time.Duration
-	// SignDelay is how long a reply may show nothing before its sign of
-	// life goes up (default 600 ms; bot/sign.go). A reply refused a live
-	// slot puts it up at once whatever this says.
-	SignDelay time.Duration
 	// UpdatesPerMinute is the workspace's chat.update budget shared by all
 	// replicas (default 45: Tier 3 is about 50). RateLimits, when set,
 	// wins.
@@ -318,7 +314,6 @@ func New(opts Options) (*Bot, error) {
 	opts.StreamMode = cmp.Or(opts.StreamMode, StreamEdit)
 	opts.EditInterval = cmp.Or(opts.EditInterval, time.Second)
 	opts.StreamLifetime = cmp.Or(opts.StreamLifetime, stream.DefaultStreamLifetime)
-	opts.SignDelay = cmp.Or(opts.SignDelay, signDelay)
 	opts.UpdatesPerMinute = cmp.Or(opts.UpdatesPerMinute, 45)
 	opts.MaxConcurrentTurns = cmp.Or(opts.MaxConcurrentTurns, 32)
 	opts.UserTurnsPerMinute = cmp.Or(opts.UserTurnsPerMinute, 10)

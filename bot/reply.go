@@ -40,8 +40,6 @@ func (b *Bot) newReply(lease *session.Lease, turnID string, who inbound, sign *l
 		},
 		// Slack shows the thread working: that is the sign of life.
 		OnWorking: sign.shown,
-		// It will show nothing until the answer is done: sign now.
-		OnQueued: sign.hurry,
 		// The person pressed Slack's own stop on a native stream.
 		UserStopped: func() { b.cancels.cancel(k, stopCause{user: who.User}) },
 		ToolCall:    func(decision, result string) { b.m.ToolCalls.WithLabelValues(decision, result).Inc() },

@@ -30,10 +30,8 @@ import (
 // note is spent on it and they stay for the threads that need them.
 
 // signDelay is how long a reply may show nothing before the sign goes
-// up (Options.SignDelay's default): early enough that the sign (after at most signReactWait for the
-// reaction's budget) is visible within a second. A reply refused a live
-// slot (under load) puts it up at once: it will show nothing until its
-// answer is complete.
+// up: early enough that the sign (after at most signReactWait for the
+// reaction's budget) is visible within a second.
 const signDelay = 600 * time.Millisecond
 
 // signReaction is the reaction that says "seen, working on it" (the same
@@ -53,8 +51,6 @@ type lifeSign struct {
 	thread    string
 	shownOnce sync.Once
 	shownC    chan struct{} // closed when the reply shows something
-	hurryC    chan struct{} // closed when the reply knows it will show nothing for now
-	hurryOnce sync.Once
 	doneC     chan struct{} // closed when the turn is over
 	doneOnce  sync.Once
 }
@@ -68,7 +64,7 @@ func (b *Bot) startSign(ctx context.Context, k session.ThreadKey, m inbound) *li
 	}
 	s := &lifeSign{
 		b: b, team: k.Team, channel: m.Channel, ts: m.TS, user: m.User, thread: k.ThreadTS,
-		shownC: make(chan struct{}), doneC: make(chan struct{}), hurryC: make(chan struct{}),
+		shownC: make(chan struct{}), doneC: make(chan struct{}),
 	}
 	received := m.Received
 	if received.IsZero() {
@@ -82,15 +78,6 @@ func (b *Bot) startSign(ctx context.Context, k session.ThreadKey, m inbound) *li
 func (s *lifeSign) shown() {
 	if s != nil {
 		s.shownOnce.Do(func() { close(s.shownC) })
-	}
-}
-
-// hurry puts the sign up now instead of at signDelay: the reply was
-// refused a live slot, so it shows nothing until the answer is complete
-// (nil-safe).
-func (s *lifeSign) hurry() {
-	if s != nil {
-		s.hurryOnce.Do(func() { close(s.hurryC) })
 	}
 }
 
@@ -115,7 +102,7 @@ const signWork = 30 * time.Second
 func (s *lifeSign) run(ctx context.Context, received time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, signWork)
 	defer cancel()
-	t := time.NewTimer(max(time.Until(received.Add(s.b.opts.SignDelay)), 0))
+	t := time.NewTimer(max(time.Until(received.Add(signDelay)), 0))
 	defer t.Stop()
 	select {
 	case <-s.shownC:
@@ -124,7 +111,6 @@ func (s *lifeSign) run(ctx context.Context, received time.Time) {
 		return
 	case <-ctx.Done():
 		return
-	case <-s.hurryC:
 	case <-t.C:
 	}
 	// The reaction waits for budget only briefly: when the reactions

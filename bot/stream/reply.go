@@ -89,10 +89,6 @@ type Options struct {
 	// status "processing" or "suspended": the person sees the thread
 	// working (a sign of life, bot/sign.go). Called at most once.
 	OnWorking func()
-	// OnQueued learns that the reply was refused a live slot before it
-	// showed anything: it will show nothing until the answer is complete
-	// (a sign of life is due now, bot/sign.go). Called at most once.
-	OnQueued func()
 	// UserStopped is called when the person stopped a native stream
 	// with Slack's own stop (stopped_by_user): the turn should end.
 	UserStopped func()
@@ -153,8 +149,6 @@ type Reply struct {
 	slotID string
 	held   map[string]bool
 	noSlot time.Time
-	// queued: Options.OnQueued was called.
-	queued bool
 	// refused is when the budget last turned down a lossy call: edits
 	// are then spaced by how many live replies share chat.update.
 	refused time.Time
@@ -438,10 +432,6 @@ func (r *Reply) lossyOutcome(pool string, err error) {
 	case errors.Is(err, slackapi.ErrNoSlot):
 		delete(r.held, pool)
 		r.noSlot = time.Now().Add(max(r.o.EditInterval/2, 100*time.Millisecond))
-		if !r.queued && len(r.posted) == 0 && r.o.OnQueued != nil {
-			r.queued = true
-			r.o.OnQueued()
-		}
 	case errors.As(err, &be):
 		r.refused = time.Now()
 		r.backoff = r.refused.Add(max(be.Wait, 50*time.Millisecond))
