@@ -114,7 +114,8 @@ func (r *Reply) sendSession(ctx context.Context, status string, final bool) {
 	switch {
 	case err == nil:
 		r.as.sent, r.as.failed = status, ""
-		if status != slack.AgentSessionStatusActive && status != slack.AgentSessionStatusClosed && r.o.OnWorking != nil && !r.as.working {
+		working := status == slack.AgentSessionStatusProcessing || status == slack.AgentSessionStatusSuspended
+		if working && r.o.OnWorking != nil && !r.as.working {
 			r.as.working = true
 			r.o.OnWorking()
 		}

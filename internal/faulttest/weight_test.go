@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -62,29 +61,7 @@ func detail(t *testing.T, r *replica) string {
 		mib(procStatus(t, r, "RssAnon")), mib(procStatus(t, r, "RssFile")), binaryRSS(r),
 		m(r.metric("go_memstats_heap_inuse_bytes")), m(r.metric("go_memstats_heap_sys_bytes")),
 		m(r.metric("go_memstats_heap_released_bytes")), m(r.metric("go_memstats_stack_inuse_bytes")), r.metric("go_goroutines"),
-		cpuMillis(r), r.metric("go_gc_duration_seconds_count"))
-}
-
-// cpuMillis is the CPU time (user + system) a replica has used so far,
-// from /proc/<pid>/stat (clock ticks of 10 ms); -1 when unreadable.
-func cpuMillis(r *replica) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.p.cmd.Process.Pid))
-	if err != nil {
-		return -1
-	}
-	// The fields after the command name (which may hold spaces) start
-	// with the state (field 3); utime and stime are fields 14 and 15.
-	rest := string(data[bytes.LastIndexByte(data, ')')+1:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return -1
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return (ut + st) * 10
+		procCPU(r.p.cmd.Process.Pid).Milliseconds(), r.metric("go_gc_duration_seconds_count"))
 }
 
 func measureWeight(t *testing.T, embedded bool) weight {

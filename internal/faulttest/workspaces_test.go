@@ -49,8 +49,8 @@ func soakTeams(n, channels int) ([]slackemu.Team, []soakPlace) {
 
 // installOpts returns the emulator's OAuth settings and the environment
 // of a multi-workspace deployment (no SLACK_BOT_TOKEN) whose PUBLIC_URL
-// is the replica at addr; the authorize URL is set once the emulator runs
-// (installEnv).
+// is the replica at addr; SLACK_OAUTH_AUTHORIZE_URL is added once the
+// emulator runs (TestSoak).
 func installOpts(addr string) (slackemu.OAuthOptions, map[string]string) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)

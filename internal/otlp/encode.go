@@ -232,63 +232,43 @@ func array[T any](xs []T, f func(T) *commonpb.AnyValue) *commonpb.AnyValue {
 // Unknown fields are skipped; a malformed body reads as full success (the
 // status code already said the export was accepted).
 func partialSuccess(b []byte) (rejected int64, msg string) {
-	inner := field(b, 1, protowire.BytesType)
-	if inner == nil {
-		return 0, ""
-	}
-	for len(inner) > 0 {
-		num, typ, n := protowire.ConsumeTag(inner)
-		if n < 0 {
-			return rejected, msg
+	eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) {
+		if num != 1 || typ != protowire.BytesType {
+			return
 		}
-		inner = inner[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			v, m := protowire.ConsumeVarint(inner)
-			if m < 0 {
-				return rejected, msg
+		eachField(v, func(num protowire.Number, typ protowire.Type, v []byte) {
+			switch {
+			case num == 1 && typ == protowire.VarintType:
+				if n, m := protowire.ConsumeVarint(v); m > 0 {
+					rejected = int64(n)
+				}
+			case num == 2 && typ == protowire.BytesType:
+				msg = string(v)
 			}
-			rejected, inner = int64(v), inner[m:]
-		case num == 2 && typ == protowire.BytesType:
-			v, m := protowire.ConsumeBytes(inner)
-			if m < 0 {
-				return rejected, msg
-			}
-			msg, inner = string(v), inner[m:]
-		default:
-			m := protowire.ConsumeFieldValue(num, typ, inner)
-			if m < 0 {
-				return rejected, msg
-			}
-			inner = inner[m:]
-		}
-	}
+		})
+	})
 	return rejected, msg
 }
 
-// field returns the last value of a length-delimited field num of a
-// message, or nil.
-func field(b []byte, want protowire.Number, wantType protowire.Type) []byte {
-	var out []byte
+// eachField calls fn with each field of a protobuf message in order: its
+// number, wire type and value (a length-delimited field's payload, any
+// other field's encoded value). It stops at the first malformed field.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte)) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return out
+			return
 		}
 		b = b[n:]
-		if num == want && typ == wantType {
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return out
-			}
-			out, b = v, b[m:]
-			continue
-		}
 		m := protowire.ConsumeFieldValue(num, typ, b)
 		if m < 0 {
-			return out
+			return
 		}
+		v := b[:m]
+		if typ == protowire.BytesType {
+			v, _ = protowire.ConsumeBytes(v)
+		}
+		fn(num, typ, v)
 		b = b[m:]
 	}
-	return out
 }

@@ -11,7 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -32,18 +32,13 @@ type Config struct {
 	// TLS is the client's TLS configuration for https URLs; nil uses the
 	// system's roots.
 	TLS *tls.Config
-	// Transport replaces the HTTP transport (tests); nil builds one from
-	// http.DefaultTransport (proxy settings from the environment).
-	Transport http.RoundTripper
 }
 
 // Exporter is an sdktrace.SpanExporter speaking OTLP/HTTP.
 type Exporter struct {
-	cfg    Config
-	client *http.Client
-
-	mu      sync.Mutex
-	stopped bool
+	cfg     Config
+	client  *http.Client
+	stopped atomic.Bool
 }
 
 var _ sdktrace.SpanExporter = (*Exporter)(nil)
@@ -59,25 +54,20 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	rt := cfg.Transport
-	if rt == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		if cfg.TLS != nil {
-			t.TLSClientConfig = cfg.TLS
-		}
-		t.MaxIdleConnsPerHost = 2
-		rt = t
+	// The default transport's proxy settings (from the environment), the
+	// operator's TLS files.
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.TLS != nil {
+		t.TLSClientConfig = cfg.TLS
 	}
-	return &Exporter{cfg: cfg, client: &http.Client{Transport: rt}}, nil
+	t.MaxIdleConnsPerHost = 2
+	return &Exporter{cfg: cfg, client: &http.Client{Transport: t}}, nil
 }
 
 // ExportSpans sends one batch. It returns when the collector accepted it,
 // refused it for good, or the export's timeout (or ctx) ended the retries.
 func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	e.mu.Lock()
-	stopped := e.stopped
-	e.mu.Unlock()
-	if stopped {
+	if e.stopped.Load() {
 		return errStopped
 	}
 	if len(spans) == 0 {
@@ -185,9 +175,7 @@ func truncate(s string, n int) string {
 // Shutdown stops the exporter: later exports fail, idle connections are
 // closed. Spans still queued are the span processor's to flush first.
 func (e *Exporter) Shutdown(ctx context.Context) error {
-	e.mu.Lock()
-	e.stopped = true
-	e.mu.Unlock()
+	e.stopped.Store(true)
 	e.client.CloseIdleConnections()
 	return ctx.Err()
 }
