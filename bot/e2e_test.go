@@ -164,6 +164,10 @@ func (h *harness) replyText(channel, thread string) (text string, n int, done bo
 		if m.Deleted {
 			continue
 		}
+		if strings.Contains(string(m.Blocks), bot.SignBlockID) {
+			done = false // a sign of life, deleted once the reply shows
+			continue
+		}
 		s, live := messageText(m)
 		if live || m.Streaming {
 			done = false

@@ -22,7 +22,7 @@ type Metrics struct {
 	Events         *prometheus.CounterVec
 	AckLatency     prometheus.Histogram
 	QueuedMessages prometheus.Counter
-	// Signs counts signs of life by kind (reaction, note) (sign.go).
+	// Signs counts signs of life by kind (reaction, note, placeholder) (sign.go).
 	Signs           *prometheus.CounterVec
 	UserRateLimited prometheus.Counter
 
@@ -101,7 +101,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		Signs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bobbin_signs_of_life_total",
-			Help: "Signs of life shown on mentions whose reply showed nothing within a second, by kind (reaction, note).",
+			Help: "Signs of life shown on mentions whose reply showed nothing within a second, by kind (reaction, note, placeholder).",
 		}, []string{"kind"}),
 		QueuedMessages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bobbin_queued_messages_total", Help: "Messages queued behind a running turn.",

@@ -17,29 +17,48 @@ import (
 // A sign of life for every mention within a second, at any load (issue
 // 23). Under load most replies hold no live slot: they are posted once,
 // complete, when the answer is done, and showed nothing until then. Now a
-// reply that shows nothing signDelay after the message arrived puts an
-// :eyes: reaction on the person's message (reactions.add: a budget the
-// answers do not use), taken off again (reactions.remove, its own budget)
-// as soon as the reply shows something. When the reactions budget cannot
-// serve the sign in time, the person gets a short ephemeral note instead
-// (chat.postEphemeral, Tier 4, also not the answers' budget). Assistant
-// threads have their status line (assistant.threads.setStatus) instead.
-// Where the workspace has agent sessions, the thread's session status
-// ("processing", agents.sessions.setStatus, bot/stream) is a sign too:
-// once Slack accepted it the reply counts as shown, so no reaction or
-// note is spent on it and they stay for the threads that need them.
+// reply that shows nothing signDelay after the message arrived gets a
+// sign, from budgets the answers do not compete for, each tried at once
+// and in this order (the first with a token now goes up; only when every
+// one is spent does the sign wait for whichever refills first):
+//   - an :eyes: reaction on the person's message (reactions.add), taken
+//     off again (reactions.remove, its own budget) once the reply shows;
+//   - an ephemeral note to the person (chat.postEphemeral, Tier 4);
+//   - a placeholder message in the thread (chat.postMessage: the
+//     channel's posting budget, as a lossy call that leaves the answers a
+//     token), deleted (chat.delete, its own budget) once the reply shows.
+// Twenty mentions at once in one workspace need all three: Slack's bursts
+// are about five reactions and ten notes.
+// Assistant threads have their status line (assistant.threads.setStatus)
+// instead. Where the workspace has agent sessions, the thread's session
+// status ("processing", agents.sessions.setStatus, bot/stream) is a sign
+// too: once Slack accepted it the reply counts as shown, so no other sign
+// is spent on it and they stay for the threads that need them.
 
 // signDelay is how long a reply may show nothing before the sign goes
-// up: early enough that the sign (after at most signReactWait for the
-// reaction's budget) is visible within a second.
+// up: late enough that replies which show text at once spend no sign,
+// early enough that a sign whose budgets are briefly spent still goes up
+// within the second.
 const signDelay = 600 * time.Millisecond
 
 // signReaction is the reaction that says "seen, working on it" (the same
 // the bot puts on queued messages).
 const signReaction = "eyes"
 
-// signNote is the ephemeral note when no reaction could be added in time.
+// signNote is the ephemeral note when no reaction could be added, and the
+// text of the placeholder message when neither could.
 const signNote = "Working on it: the answer will appear in this thread."
+
+// SignBlockID marks the placeholder message (the last kind of sign): it is
+// deleted once the reply shows.
+const SignBlockID = "bobbin_sign"
+
+// The kinds of sign, cheapest to the person first (the metric's labels).
+const (
+	signKindReaction    = "reaction"
+	signKindNote        = "note"
+	signKindPlaceholder = "placeholder"
+)
 
 // lifeSign is one reply's sign of life.
 type lifeSign struct {
@@ -89,78 +108,182 @@ func (s *lifeSign) done() {
 	}
 }
 
-// signReactWait bounds how long the reaction waits for budget before the
-// note goes instead.
-const signReactWait = 250 * time.Millisecond
+// signPatience bounds how long, after signDelay, a sign keeps trying for
+// budget when every kind is spent; past it the answer is usually there.
+const signPatience = 5 * time.Second
 
-// signNoteWait bounds how long the ephemeral note waits for budget.
-const signNoteWait = 5 * time.Second
-
-// signWork bounds the sign's calls, the reaction's removal included.
+// signWork bounds the sign's calls, taking it off included.
 const signWork = 30 * time.Second
+
+// signTryWait is how long one try waits for its budget: long enough to
+// queue behind the other signs asking at the same moment (one round trip
+// to the shared budget each), short enough that three kinds tried in turn
+// still go up within the second.
+const signTryWait = 60 * time.Millisecond
+
+// signPoll bounds the pause between two rounds of tries when every
+// budget is spent (the budgets say when they have a token again).
+const (
+	signPollMin = 20 * time.Millisecond
+	signPollMax = 250 * time.Millisecond
+)
 
 func (s *lifeSign) run(ctx context.Context, received time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, signWork)
 	defer cancel()
-	t := time.NewTimer(max(time.Until(received.Add(signDelay)), 0))
-	defer t.Stop()
+	if !s.quietUntil(ctx, received.Add(signDelay)) {
+		return
+	}
+	// Every kind is tried once, in order, waiting only for the signs
+	// asking at the same moment: the first whose budget has a token goes
+	// up. Only when all are spent does the sign wait, for whichever
+	// budget has a token first.
+	kinds := []string{signKindReaction, signKindNote, signKindPlaceholder}
+	giveUp := time.Now().Add(signPatience)
+	kind, posted := "", ""
+	for kind == "" {
+		next := signPollMax
+		for i := 0; i < len(kinds) && kind == ""; i++ {
+			ts, err := s.try(ctx, kinds[i])
+			var be slackapi.BudgetError
+			switch {
+			case errors.Is(err, errShown):
+				return
+			case err == nil:
+				kind, posted = kinds[i], ts
+			case errors.As(err, &be):
+				next = min(next, be.Wait)
+			case errors.Is(err, slackapi.ErrDropped):
+			default:
+				// Slack refused this kind here (no reactions in the
+				// channel, say): the next kind serves this mention.
+				s.b.log.Debug("bot: a sign of life was refused", "kind", kinds[i], "err", err)
+				kinds = append(kinds[:i], kinds[i+1:]...)
+				i--
+			}
+		}
+		if kind != "" {
+			break
+		}
+		if len(kinds) == 0 || time.Now().After(giveUp) {
+			s.b.log.Debug("bot: sign of life not shown: no budget in time")
+			return
+		}
+		if !s.quietUntil(ctx, time.Now().Add(max(next, signPollMin))) {
+			return
+		}
+	}
+	s.b.m.Signs.WithLabelValues(kind).Inc()
+	if kind == signKindNote {
+		return // an ephemeral note cannot be taken back
+	}
 	select {
 	case <-s.shownC:
-		return
-	case <-s.doneC:
-		return
 	case <-ctx.Done():
 		return
-	case <-t.C:
 	}
-	// The reaction waits for budget only briefly: when the reactions
-	// budget has no token now, the ephemeral note goes at once instead
-	// (its own budget), unless the reply shows by then.
-	due := time.Now().Add(signReactWait)
-	rctx, rcancel := context.WithDeadline(ctx, due)
-	c := slackapi.Call{Team: s.team, Method: slackapi.ReactionsAdd}
-	err := s.b.slack.Do(rctx, c, func(ctx context.Context, api *slack.Client) error {
-		return api.AddReactionContext(ctx, signReaction, slack.NewRefToMessage(s.channel, s.ts))
-	})
-	rcancel()
-	var se slack.SlackErrorResponse
-	reacted := err == nil || errors.As(err, &se) && se.Err == "already_reacted"
-	if !reacted {
-		nctx, ncancel := context.WithTimeout(ctx, signNoteWait)
-		defer ncancel()
-		nc := slackapi.Call{Team: s.team, Method: slackapi.ChatPostEphemeral}
-		msg := slackapi.Msg{Text: mrkdwn.Escape(signNote), Thread: s.thread}
-		sent := false
-		err := s.b.slack.Do(nctx, nc, func(ctx context.Context, api *slack.Client) error {
-			select {
-			case <-s.shownC: // shown meanwhile: no note needed
+	s.takeOff(ctx, kind, posted)
+}
+
+// quietUntil waits until t; false when the reply showed something, the
+// turn ended or ctx ended first.
+func (s *lifeSign) quietUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		select {
+		case <-s.shownC:
+			return false
+		default:
+			return ctx.Err() == nil
+		}
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-s.shownC:
+		return false
+	case <-s.doneC:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// errShown: the reply showed something before the sign went up.
+var errShown = errors.New("bot: the reply showed before the sign")
+
+// try puts up one kind of sign if its budget has a token within
+// signTryWait (a lossy call): nil when it went up (ts is the
+// placeholder's), slackapi.ErrDropped (a BudgetError when the budget
+// said when) when the budget is spent, errShown when the reply showed
+// meanwhile, or Slack's refusal.
+func (s *lifeSign) try(ctx context.Context, kind string) (ts string, err error) {
+	c := slackapi.Call{Team: s.team, Prio: slackapi.Lossy, Wait: signTryWait}
+	var fn func(ctx context.Context, api *slack.Client) error
+	switch kind {
+	case signKindReaction:
+		c.Method = slackapi.ReactionsAdd
+		fn = func(ctx context.Context, api *slack.Client) error {
+			err := api.AddReactionContext(ctx, signReaction, slack.NewRefToMessage(s.channel, s.ts))
+			var se slack.SlackErrorResponse
+			if errors.As(err, &se) && se.Err == "already_reacted" {
 				return nil
-			default:
 			}
-			sent = true
+			return err
+		}
+	case signKindNote:
+		c.Method = slackapi.ChatPostEphemeral
+		msg := slackapi.Msg{Text: mrkdwn.Escape(signNote), Thread: s.thread}
+		fn = func(ctx context.Context, api *slack.Client) error {
 			_, err := api.PostEphemeralContext(ctx, s.channel, s.user, msg.Options()...)
 			return err
-		})
-		switch {
-		case err != nil:
-			s.b.log.Debug("bot: sign of life not shown", "err", err)
-		case sent:
-			s.b.m.Signs.WithLabelValues("note").Inc()
 		}
-		return
+	default:
+		// The placeholder spends the channel's posting budget, which the
+		// answers use too; as a lossy call it leaves them a token.
+		c.Method, c.Channel = slackapi.ChatPostMessage, s.channel
+		msg := slackapi.Msg{Text: mrkdwn.Escape(signNote), Thread: s.thread, Blocks: []slack.Block{
+			slack.NewContextBlock(SignBlockID, slack.NewTextBlockObject(slack.MarkdownType, "_"+mrkdwn.EscapeText(signNote)+"_", false, false)),
+		}}
+		fn = func(ctx context.Context, api *slack.Client) error {
+			var err error
+			_, ts, err = api.PostMessageContext(ctx, s.channel, msg.Options()...)
+			return err
+		}
 	}
-	s.b.m.Signs.WithLabelValues("reaction").Inc()
-	select {
-	case <-s.shownC:
-	case <-ctx.Done():
-		return
-	}
-	rc := slackapi.Call{Team: s.team, Method: slackapi.ReactionsRemove, Prio: slackapi.Lossy,
-		Merge: s.channel + ":" + s.ts + ":-" + signReaction, Wait: signWork / 2}
-	err = s.b.slack.Do(ctx, rc, func(ctx context.Context, api *slack.Client) error {
-		return api.RemoveReactionContext(ctx, signReaction, slack.NewRefToMessage(s.channel, s.ts))
+	err = s.b.slack.Do(ctx, c, func(ctx context.Context, api *slack.Client) error {
+		select {
+		case <-s.shownC: // shown meanwhile: no sign needed
+			return errShown
+		default:
+		}
+		return fn(ctx, api)
 	})
+	return ts, err
+}
+
+// takeOff removes a sign once the reply shows: the reaction (lossy, on
+// its own budget) or the placeholder message (chat.delete, its own
+// budget; it must go).
+func (s *lifeSign) takeOff(ctx context.Context, kind, posted string) {
+	var err error
+	switch kind {
+	case signKindReaction:
+		rc := slackapi.Call{Team: s.team, Method: slackapi.ReactionsRemove, Prio: slackapi.Lossy,
+			Merge: s.channel + ":" + s.ts + ":-" + signReaction, Wait: signWork / 2}
+		err = s.b.slack.Do(ctx, rc, func(ctx context.Context, api *slack.Client) error {
+			return api.RemoveReactionContext(ctx, signReaction, slack.NewRefToMessage(s.channel, s.ts))
+		})
+	case signKindPlaceholder:
+		dc := slackapi.Call{Team: s.team, Method: slackapi.ChatDelete}
+		err = s.b.slack.Do(ctx, dc, func(ctx context.Context, api *slack.Client) error {
+			_, _, err := api.DeleteMessageContext(ctx, s.channel, posted)
+			return err
+		})
+	}
 	if err != nil {
-		s.b.log.Debug("bot: sign of life not taken off", "err", err)
+		s.b.log.Debug("bot: sign of life not taken off", "kind", kind, "err", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bobbinbot/bobbin/bot"
 	"github.com/bobbinbot/bobbin/internal/llmemu"
+	"github.com/bobbinbot/bobbin/internal/slackemu"
 )
 
 // Issue 23: a sign of life within a second for every mention at any load,
@@ -23,11 +24,13 @@ type signFigures struct {
 	reactions  int // signs that were the :eyes: reaction
 	notes      int // signs that were the ephemeral note
 	sessions   int // signs that were the session's status (Slack's "working" line)
-	maxSign    time.Duration
-	medianText time.Duration
-	p90Sign    time.Duration
-	p90Text    time.Duration
-	medianSign time.Duration
+	// placeholders counts signs that were a placeholder message.
+	placeholders int
+	maxSign      time.Duration
+	medianText   time.Duration
+	p90Sign      time.Duration
+	p90Text      time.Duration
+	medianSign   time.Duration
 }
 
 // measureSigns reads the figures of asks (mentioned at start) from the
@@ -53,6 +56,10 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 				earlier(c.Time, "reaction")
 			case c.Method == "chat.postEphemeral" && c.Params["channel"] == a.channel && c.Params["thread_ts"] == a.ts:
 				earlier(c.Time, "note")
+			case c.Method == "chat.postMessage" && c.Params["channel"] == a.channel && c.Params["thread_ts"] == a.ts &&
+				strings.Contains(fmt.Sprint(c.Params["blocks"]), bot.SignBlockID):
+				// (Deleted once the reply shows: the journal has it.)
+				earlier(c.Time, "placeholder")
 			}
 		}
 		if as, ok := h.emu.AgentSession(a.channel, a.ts); ok {
@@ -84,6 +91,8 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 			sf.notes++
 		case "session":
 			sf.sessions++
+		case "placeholder":
+			sf.placeholders++
 		}
 		if sign.IsZero() {
 			sign = text
@@ -101,9 +110,9 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 
 func (w *govWorld) logSigns(name string, sf signFigures) {
 	w.t.Helper()
-	w.t.Logf("%s: first visible sign median %.2f s, p90 %.2f s, max %.2f s (%d reactions, %d notes, %d session statuses, rest the reply's own message); "+
+	w.t.Logf("%s: first visible sign median %.2f s, p90 %.2f s, max %.2f s (%d reactions, %d notes, %d session statuses, %d placeholders, rest the reply's own message); "+
 		"first visible text median %.2f s, p90 %.2f s (Slack time)",
-		name, sf.medianSign.Seconds(), sf.p90Sign.Seconds(), sf.maxSign.Seconds(), sf.reactions, sf.notes, sf.sessions,
+		name, sf.medianSign.Seconds(), sf.p90Sign.Seconds(), sf.maxSign.Seconds(), sf.reactions, sf.notes, sf.sessions, sf.placeholders,
 		sf.medianText.Seconds(), sf.p90Text.Seconds())
 }
 
@@ -203,5 +212,54 @@ func TestGovernorZero429Repeated(t *testing.T) {
 	t.Logf("429s over %d runs of each scenario: %v", runs, total)
 	if len(total) != 0 {
 		t.Errorf("Slack answered 429 in the load scenarios: %v", total)
+	}
+}
+
+// TestSignKinds: a reply that shows nothing for a while gets a sign of
+// life, the cheapest kind Slack takes: the :eyes: reaction, taken off
+// once the reply shows; where Slack refuses reactions, the ephemeral
+// note; where it refuses both, a placeholder message in the thread,
+// deleted once the reply shows (so the thread ends with the answer
+// alone). Agent session statuses are refused here, so they are no sign.
+func TestSignKinds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused []string
+		want    string
+	}{
+		{"reaction", nil, "reaction"},
+		{"note", []string{"reactions.add"}, "note"},
+		{"placeholder", []string{"reactions.add", "chat.postEphemeral"}, "placeholder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{})
+			h.emu.InjectFault("agents.sessions.setStatus", slackemu.Fault{Times: -1, Error: "not_allowed"})
+			for _, m := range tc.refused {
+				h.emu.InjectFault(m, slackemu.Fault{Times: -1, Error: "not_allowed"})
+			}
+			h.llm.SetResponder(func(llmemu.Recorded) llmemu.Reply {
+				return llmemu.Reply{Text: "Answer to slow: here it is.", Delay: 1500 * time.Millisecond}
+			})
+			start := time.Now()
+			p := h.emu.Mention(slackemu.TeamID, slackemu.ChannelGen, slackemu.UserAlice, "please answer slowly", "")
+			a := ask{channel: slackemu.ChannelGen, ts: p.TS, id: "slow"}
+			if got := h.waitReply(slackemu.ChannelGen, p.TS); got != "Answer to slow: here it is." {
+				t.Fatalf("reply = %q", got)
+			}
+			w := &govWorld{t: t, h: h, scale: 1}
+			sf := w.measureSigns([]ask{a}, start)
+			kinds := map[string]int{"reaction": sf.reactions, "note": sf.notes, "placeholder": sf.placeholders, "session": sf.sessions}
+			if kinds[tc.want] != 1 || sf.reactions+sf.notes+sf.placeholders+sf.sessions != 1 {
+				t.Errorf("signs = %v, want one %s", kinds, tc.want)
+			}
+			if sf.sign[0] >= sf.text[0] {
+				t.Errorf("the sign (%v) came no earlier than the text (%v)", sf.sign[0], sf.text[0])
+			}
+			w.waitSignsCleared([]ask{a})
+			h.wait("the placeholder deleted", func() bool {
+				_, n, done := h.replyText(slackemu.ChannelGen, p.TS)
+				return done && n == 1
+			})
+		})
 	}
 }

@@ -534,7 +534,11 @@ func (c *cluster) threads(channel string) map[string]threadState {
 func stateOf(msgs []slackemu.Message) threadState {
 	st := threadState{complete: map[string]int{}}
 	for _, m := range msgs {
-		if m.Deleted {
+		if m.Deleted || bytes.Contains(m.Blocks, []byte("bobbin_sign")) {
+			// A sign of life's placeholder (block bot.SignBlockID) is
+			// not the reply: it is deleted once the reply shows (one
+			// posted just before a replica died stays; its text stays
+			// true).
 			continue
 		}
 		st.bot = append(st.bot, m)
