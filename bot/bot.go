@@ -50,6 +50,7 @@ type Store interface {
 	takeoverStore   // orphaned threads (takeover.go)
 	markedEnqueuer  // marked queues (takeover.go)
 	paneStore       // the assistant pane (assistant.go)
+	searchStore     // whether workspaces have Slack search (search.go)
 }
 
 // turnStore is the store side of admission, workers and turns.

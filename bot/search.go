@@ -50,6 +50,9 @@ const (
 	// whose search failed for want of the API or scope goes without.
 	searchInfoTTL = 10 * time.Minute
 	searchDownTTL = time.Hour
+	// searchLocalTTL is how long a replica keeps an answer it read from
+	// Redis (another replica asked Slack).
+	searchLocalTTL = time.Minute
 	// searchWait bounds a search (budget wait and call).
 	searchWait = 15 * time.Second
 	// searchSnippet bounds one result's text.
@@ -112,7 +115,17 @@ func (b *Bot) withSlackSearch(ctx context.Context, k session.ThreadKey, who inbo
 	return append(tools, &searchTool{b: b, team: k.Team, user: who.User, channel: k.Channel, token: who.ActionToken})
 }
 
-// searchAvailable asks assistant.search.info once in a while.
+// searchStore shares the workspaces' answers to assistant.search.info
+// between replicas (*session.Store).
+type searchStore interface {
+	CachedSearchInfo(ctx context.Context, team string) (enabled, known bool, err error)
+	CacheSearchInfo(ctx context.Context, team string, enabled bool, ttl time.Duration) error
+}
+
+// searchAvailable asks assistant.search.info once in a while: this
+// process remembers the answer, and so does Redis for every replica (a
+// replica that has not asked yet reads it rather than wait for the
+// method's small Tier 2 budget, which another replica just spent).
 func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 	if ok, known := b.search.get(team); known {
 		return ok
@@ -124,6 +137,12 @@ func (b *Bot) searchAvailable(ctx context.Context, team string) bool {
 			b.search.set(team, false, searchInfoTTL)
 			return false
 		}
+	}
+	if ok, known, err := b.store.CachedSearchInfo(ctx, team); err == nil && known {
+		// Remembered here for a short while only: the shared answer
+		// expires on its own clock.
+		b.search.set(team, ok, searchLocalTTL)
+		return ok
 	}
 	// Shared by the turns asking at once; each asker stops waiting at its
 	// own deadline.
@@ -140,22 +159,35 @@ func (b *Bot) askSearchInfo(ictx context.Context, team string) bool {
 		Error   string `json:"error"`
 		Enabled *bool  `json:"is_ai_search_enabled"`
 	}
-	err := b.slack.Do(ictx, slackapi.Call{Team: team, Method: slackapi.AssistantSearchInfo, Prio: slackapi.Lossy, Wait: time.Second}, func(ctx context.Context, _ *slack.Client) error {
+	// Must, within ictx's bound: a lossy call would leave a token of the
+	// small Tier 2 budget unspent for must-deliver calls this method
+	// never has, and a second replica asking at the same moment would
+	// wait a whole interval for it.
+	err := b.slack.Do(ictx, slackapi.Call{Team: team, Method: slackapi.AssistantSearchInfo}, func(ctx context.Context, _ *slack.Client) error {
 		return b.rawCall(ctx, team, slackapi.AssistantSearchInfo, url.Values{}, &resp)
 	})
 	switch {
 	case err == nil && resp.OK:
 		ok := resp.Enabled == nil || *resp.Enabled
-		b.search.set(team, ok, searchInfoTTL)
+		b.rememberSearch(ictx, team, ok, searchInfoTTL)
 		return ok
 	case err == nil && slices.Contains(searchUnavailable, resp.Error):
-		b.search.set(team, false, searchDownTTL)
+		b.rememberSearch(ictx, team, false, searchDownTTL)
 		b.log.Info("bot: Slack search is not available in the workspace; slack_search is not offered", "team", team, "error", resp.Error)
 		return false
 	}
 	// Unknown (a timeout, a rate limit): not offered this turn, asked again next.
 	b.log.Debug("bot: cannot tell whether Slack search is available", "team", team, "err", err, "error", resp.Error)
 	return false
+}
+
+// rememberSearch keeps a workspace's answer in this process and, for the
+// other replicas, in Redis (without it, each replica asks Slack itself).
+func (b *Bot) rememberSearch(ctx context.Context, team string, ok bool, ttl time.Duration) {
+	b.search.set(team, ok, ttl)
+	if err := b.store.CacheSearchInfo(context.WithoutCancel(ctx), team, ok, ttl); err != nil {
+		b.log.Debug("bot: sharing whether Slack search is available failed", "team", team, "err", err)
+	}
 }
 
 // rawCall posts a Web API method slack-go has no call for, with the

@@ -128,3 +128,34 @@ func TestE2ESlackSearchDisabled(t *testing.T) {
 		t.Errorf("%d assistant.search.info calls, want 1 (the answer is remembered)", n)
 	}
 }
+
+// TestE2ESlackSearchInfoShared: whether a workspace has Slack search is
+// asked once for every replica: a bot process that has not asked yet (a
+// restart here) reads the answer from Redis instead of asking Slack, and
+// still offers the tool (issue 23: a second replica's turns used to wait
+// for the method's Tier 2 budget the first had just spent).
+func TestE2ESlackSearchInfoShared(t *testing.T) {
+	h := newSearchHarness(t)
+	for i := range 2 {
+		if i == 1 {
+			h.stop()
+			h.start()
+		}
+		p := h.emu.Mention(slackemu.TeamID, chanProj, slackemu.UserAlice, "hello there", "")
+		if got := h.waitReply(chanProj, p.TS); got != "no search here" {
+			t.Errorf("reply %d = %q", i+1, got)
+		}
+	}
+	reqs := h.llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	for i, r := range reqs {
+		if !slices.Contains(r.Tools, "slack_search") {
+			t.Errorf("request %d does not offer slack_search: %v", i, r.Tools)
+		}
+	}
+	if n := len(h.emu.Calls("assistant.search.info")); n != 1 {
+		t.Errorf("%d assistant.search.info calls, want 1 (the second process reads the shared answer)", n)
+	}
+}
