@@ -26,7 +26,7 @@ const defaultGCPercent = 50
 // every script call, about 190 KB of garbage each, so the heap reaches
 // its target far more often and the target, not the live heap, sets the
 // peak. A quarter keeps the peak about 1 MiB lower for about 35 more
-// collections over 10 turns (docs/operations.md).
+// collections over 10 turns (docs/operations.md, "Memory and start-up").
 const embeddedGCPercent = 25
 
 func main() {
