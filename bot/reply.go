@@ -10,11 +10,13 @@ import (
 
 // newReply is the renderer of the reply to who in the thread of lease
 // (bot/stream), guarded by the lease: it checks the lease before every
-// Slack write and records the reply's ts as soon as it is posted, so a
-// replica that lost the thread (paused past its TTL, partitioned) stops
-// writing at its first attempt, and the next holder finds the message to
-// finish (takeover.go). sign (nil for none) learns when the reply first
-// shows something; existing is a reply message to finish ("" for none).
+// Slack write (a Redis round trip only when the turn's own renewals have
+// not vouched for it lately: session.Lease.Check) and records the reply's
+// ts as soon as it is posted, so a replica that lost the thread (paused
+// past its TTL, partitioned) stops writing at its first attempt, and the
+// next holder finds the message to finish (takeover.go). sign (nil for
+// none) learns when the reply first shows something; existing is a reply
+// message to finish ("" for none).
 func (b *Bot) newReply(lease *session.Lease, turnID string, who inbound, sign *lifeSign, existing string) *stream.Reply {
 	k, fence := lease.Key(), lease.Token()
 	ts := b.store
@@ -31,7 +33,7 @@ func (b *Bot) newReply(lease *session.Lease, turnID string, who inbound, sign *l
 		APIURL:         b.opts.APIURL,
 		Feedback:       feedbackBlock(), // feedback.go
 		Existing:       existing,
-		Guard:          lease.Renew,
+		Guard:          lease.Check,
 		OnPost: func(ctx context.Context, msgTS string) {
 			sign.shown()
 			if err := ts.SaveReply(ctx, k, fence, turnID, msgTS); err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +27,11 @@ type Lease struct {
 	owner string
 	token int64
 	value string // "owner:token", the lease key's value while held
+	// since is when the acquisition was sent; renewed is how long after
+	// since the latest successful renewal was sent (0: the acquisition).
+	// Renew (Run's too) advances renewed; Check reads it.
+	since   time.Time
+	renewed atomic.Int64 // nanoseconds
 }
 
 // acquireScript: ARGV = owner, lease TTL ms, session TTL ms →
@@ -83,6 +89,7 @@ func (s *Store) Acquire(ctx context.Context, k ThreadKey, owner string) (*Lease,
 	// finds nothing to do and releases.
 	member := k.String()
 	tk := s.k.thread(k)
+	sent := time.Now()
 	var acq *redis.Cmd
 	err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		pipe.ZAddNX(ctx, s.k.active(), redis.Z{Score: 0, Member: member})
@@ -105,7 +112,7 @@ func (s *Store) Acquire(ctx context.Context, k ThreadKey, owner string) (*Lease,
 		return nil, fmt.Errorf("session: acquire %s: %w (%s)", member, ErrLeaseHeld, holder)
 	}
 	token, _ := res[1].(int64)
-	l := &Lease{s: s, k: k, owner: owner, token: token, value: owner + ":" + strconv.FormatInt(token, 10)}
+	l := &Lease{s: s, k: k, owner: owner, token: token, value: owner + ":" + strconv.FormatInt(token, 10), since: sent}
 	pipe := s.rdb.Pipeline()
 	pipe.ZAdd(ctx, s.k.active(), redis.Z{Score: float64(token), Member: member})
 	pipe.PExpire(ctx, s.k.active(), s.opt.SessionTTL)
@@ -126,6 +133,7 @@ func (l *Lease) Key() ThreadKey { return l.k }
 // Renew extends the lease by LeaseTTL. ErrLeaseLost means it expired or
 // another owner took it: stop the turn.
 func (l *Lease) Renew(ctx context.Context) error {
+	sent := time.Since(l.since)
 	n, err := renewScript.Run(ctx, l.s.rdb, []string{l.s.k.thread(l.k).lease}, l.value, l.s.opt.LeaseTTL.Milliseconds()).Int()
 	if err != nil {
 		return l.s.wrap("renew "+l.k.String(), err)
@@ -133,8 +141,42 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if n != 1 {
 		return fmt.Errorf("session: renew %s: %w", l.k, ErrLeaseLost)
 	}
-	return nil
+	// Run and Check may renew at once: keep the later send.
+	for {
+		old := l.renewed.Load()
+		if int64(sent) <= old || l.renewed.CompareAndSwap(old, int64(sent)) {
+			return nil
+		}
+	}
 }
+
+// Check answers what Renew answers (nil while held, ErrLeaseLost once
+// another owner took it) for a holder about to act on the lease, such as
+// bot/stream's guard before each Slack write, but without a round trip
+// while the last successful renewal (Run's, every LeaseTTL/3, included)
+// or the acquisition was sent less than checkTrust ago. A lease is only
+// taken from its holder after it expired, and it expires no sooner than
+// LeaseTTL after a successful renewal was sent; so while Run keeps
+// renewing, a stream of writes costs no Redis calls of its own.
+func (l *Lease) Check(ctx context.Context) error {
+	if time.Since(l.since)-time.Duration(l.renewed.Load()) < l.s.checkTrust() {
+		return nil
+	}
+	return l.Renew(ctx)
+}
+
+// checkTrust is how long Check trusts a renewal: half the lease TTL less
+// callerTrust, so that a write allowed by a trusting caller still finds
+// the lease held for at least half its TTL. At the shortest TTL it is
+// zero: Check always asks Redis.
+func (s *Store) checkTrust() time.Duration {
+	return max(0, s.opt.LeaseTTL/2-callerTrust)
+}
+
+// callerTrust is how long a caller may trust Check's answer without
+// asking again: bot/stream's guard trusts it for half the shortest
+// LEASE_TTL (cmd/bot's floor is 1 s).
+const callerTrust = 500 * time.Millisecond
 
 // Release gives the lease up and removes the thread from the active-turns
 // index. ErrLeaseLost means it was no longer held (nothing changed).

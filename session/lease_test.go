@@ -132,6 +132,61 @@ func TestLeaseRun(t *testing.T) {
 	}
 }
 
+// TestLeaseCheck: Check trusts a recent renewal without asking Redis, and
+// asks once the renewal is older than its trust (at the shortest TTL,
+// always). The lease is taken away behind the holder's back (which only
+// expiry allows in practice) so the test can tell whether Redis was asked.
+func TestLeaseCheck(t *testing.T) {
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		ttl     time.Duration
+		trusted bool
+	}{
+		{ttl: time.Minute, trusted: true}, // 29.5 s of trust: ample on a loaded machine
+		{ttl: time.Second, trusted: false},
+	} {
+		t.Run(tc.ttl.String(), func(t *testing.T) {
+			s := newStore(t, Options{LeaseTTL: tc.ttl})
+			k := testThread()
+			l, err := s.Acquire(ctx, k, "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Check(ctx); err != nil {
+				t.Fatalf("Check while held: %v", err)
+			}
+			if err := s.rdb.Set(ctx, s.k.thread(k).lease, "r2:99", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			err = l.Check(ctx)
+			if tc.trusted && err != nil {
+				t.Errorf("Check right after acquiring, TTL %s: %v, want nil (no round trip)", tc.ttl, err)
+			}
+			if !tc.trusted && !errors.Is(err, ErrLeaseLost) {
+				t.Errorf("Check, TTL %s: %v, want ErrLeaseLost (asked Redis)", tc.ttl, err)
+			}
+			if err := l.Renew(ctx); !errors.Is(err, ErrLeaseLost) {
+				t.Errorf("Renew after the lease was taken: %v, want ErrLeaseLost", err)
+			}
+		})
+	}
+	// A renewal's trust runs from when it was sent: once it is older than
+	// the trust, Check asks Redis.
+	s := newStore(t, Options{LeaseTTL: time.Minute})
+	k := testThread()
+	l, err := s.Acquire(ctx, k, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.since = l.since.Add(-s.checkTrust()) // as if acquired that long ago
+	if err := s.rdb.Set(ctx, s.k.thread(k).lease, "r2:99", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(ctx); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Check after the trust ran out: %v, want ErrLeaseLost", err)
+	}
+}
+
 func TestQueueAndReleaseIfIdle(t *testing.T) {
 	s := newStore(t, Options{})
 	ctx := ctxT(t)

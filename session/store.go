@@ -145,7 +145,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		s.mini = m
 		newClient = func(poolSize int) redis.UniversalClient {
-			return redis.NewClient(s.clientOptions(&redis.Options{Addr: m.Addr(), PoolSize: poolSize}))
+			return redis.NewClient(s.clientOptions(&redis.Options{Addr: m.Addr(), PoolSize: cmp.Or(poolSize, embeddedPoolSize)}))
 		}
 		log.Warn("session: REDIS_URL is empty: using an in-process Redis; state will not survive a restart and only one replica may run")
 	case strings.Contains(opts.URL, "master_name="):
@@ -231,6 +231,13 @@ func (s *Store) clientOptions(ro *redis.Options) *redis.Options {
 	ro.PipelinePoolSize = -1 // pipelines share the main pool
 	return ro
 }
+
+// embeddedPoolSize bounds the connections to the embedded Redis: it runs
+// one command at a time under one lock, so more connections would only
+// queue there instead of in the pool, and each costs a server goroutine
+// and both ends' buffers (10 concurrent turns opened about 20). Blocking
+// commands (BLPOP) use the waits client, never this pool.
+const embeddedPoolSize = 2
 
 // connBuffer is each Redis connection's read and write buffer.
 const connBuffer = 8 << 10
