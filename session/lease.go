@@ -32,6 +32,9 @@ type Lease struct {
 	// Renew (Run's too) advances renewed; Check reads it.
 	since   time.Time
 	renewed atomic.Int64 // nanoseconds
+	// given is set once the holder gives the lease up (or may have):
+	// from then on Check asks Redis every time.
+	given atomic.Bool
 }
 
 // acquireScript: ARGV = owner, lease TTL ms, session TTL ms →
@@ -159,7 +162,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 // LeaseTTL after a successful renewal was sent; so while Run keeps
 // renewing, a stream of writes costs no Redis calls of its own.
 func (l *Lease) Check(ctx context.Context) error {
-	if time.Since(l.since)-time.Duration(l.renewed.Load()) < l.s.checkTrust() {
+	if !l.given.Load() && time.Since(l.since)-time.Duration(l.renewed.Load()) < l.s.checkTrust() {
 		return nil
 	}
 	return l.Renew(ctx)
@@ -202,11 +205,23 @@ func (l *Lease) Handover(ctx context.Context) error {
 	return err
 }
 
-func (l *Lease) release(ctx context.Context, mode string) (bool, error) {
+func (l *Lease) release(ctx context.Context, mode string) (released bool, err error) {
+	// A lease given up, or perhaps given up (the answer was lost), is
+	// no longer vouched for by earlier renewals. An idle release that
+	// kept the lease (a message was queued) keeps the trust.
+	if mode != "idle" {
+		l.given.Store(true)
+	} else {
+		defer func() {
+			if released || err != nil {
+				l.given.Store(true)
+			}
+		}()
+	}
 	tk := l.s.k.thread(l.k)
 	token := strconv.FormatInt(l.token, 10)
 	var rel *redis.Cmd
-	err := l.s.pipelined(ctx, func(pipe redis.Pipeliner) {
+	err = l.s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rel = releaseScript.EvalSha(ctx, pipe, []string{tk.lease, tk.queue}, l.value, l.s.opt.LeaseTTL.Milliseconds(), mode)
 		if mode == "" {
 			// An unconditional release also unmarks in the same round trip.

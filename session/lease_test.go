@@ -185,6 +185,43 @@ func TestLeaseCheck(t *testing.T) {
 	if err := l.Check(ctx); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Check after the trust ran out: %v, want ErrLeaseLost", err)
 	}
+
+	// A lease given up (handed over at shutdown) is not vouched for by
+	// the renewals before: Check asks Redis at once. An idle release that
+	// kept the lease (a message was queued) keeps the trust.
+	for _, mode := range []string{"release", "handover"} {
+		l, err := s.Acquire(ctx, testThread(), "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode == "release" {
+			err = l.Release(ctx)
+		} else {
+			err = l.Handover(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Check(ctx); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("Check after %s: %v, want ErrLeaseLost", mode, err)
+		}
+	}
+	k = testThread()
+	if l, err = s.Acquire(ctx, k, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enqueue(ctx, k, []byte("next")); err != nil {
+		t.Fatal(err)
+	}
+	if released, err := l.ReleaseIfIdle(ctx); err != nil || released {
+		t.Fatalf("ReleaseIfIdle with a queued message: released=%v err=%v", released, err)
+	}
+	if !l.given.Load() && l.Check(ctx) != nil {
+		t.Error("Check after an idle release that kept the lease failed")
+	}
+	if l.given.Load() {
+		t.Error("an idle release that kept the lease dropped Check's trust")
+	}
 }
 
 func TestQueueAndReleaseIfIdle(t *testing.T) {
