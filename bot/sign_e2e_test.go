@@ -133,12 +133,14 @@ func (w *govWorld) waitSignsCleared(asks []ask) {
 }
 
 // TestSignOfLifeUnderLoad: 20 answers streaming at once in one workspace,
-// and 10 at once in 10 channels (about 6 s of model stream each): every
-// reply complete and correct, no 429, every :eyes: sign taken off again;
-// first visible sign and first visible text are logged.
+// 40 at once (past what Slack's sign budgets serve within a second: the
+// figures show where it ends), and 10 at once in 10 channels (about 6 s
+// of model stream each): every reply complete and correct, no 429, every
+// :eyes: sign taken off again; first visible sign and first visible text
+// are logged.
 //
 // Slack time is real time here (the sign's delays are wall-clock ones):
-// about 30 s; skipped with -short.
+// about 40 s; skipped with -short.
 func TestSignOfLifeUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time load scenarios take about 30 s")
@@ -151,6 +153,16 @@ func TestSignOfLifeUnderLoad(t *testing.T) {
 		f := w.settle("signs-words-20", asks, start)
 		w.check(f)
 		w.logSigns("signs-words-20", w.measureSigns(asks, start))
+		w.waitSignsCleared(asks)
+	})
+	t.Run("words-40", func(t *testing.T) {
+		w := newGovWorld(t, govOpts{scale: 1})
+		w.answerEach(100)
+		w.h.llm.SetTokenInterval(w.slack(80 * time.Millisecond))
+		asks, start := w.burst(40, 20, 100, 0)
+		f := w.settle("signs-words-40", asks, start)
+		w.check(f)
+		w.logSigns("signs-words-40", w.measureSigns(asks, start))
 		w.waitSignsCleared(asks)
 	})
 	t.Run("stream-10", func(t *testing.T) {
