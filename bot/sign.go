@@ -112,8 +112,13 @@ func (s *lifeSign) done() {
 // budget when every kind is spent; past it the answer is usually there.
 const signPatience = 5 * time.Second
 
-// signWork bounds the sign's calls, taking it off included.
+// signWork bounds putting the sign up.
 const signWork = 30 * time.Second
+
+// signTakeOff bounds taking the sign off once the reply shows: many signs
+// may come off together (forty answers ending at once), each waiting its
+// turn in its method's budget (Tier 3: about 45 a minute).
+const signTakeOff = 2 * time.Minute
 
 // signTryWait is how long one try waits for its budget: long enough to
 // queue behind the other signs asking at the same moment (one round trip
@@ -129,10 +134,29 @@ const (
 )
 
 func (s *lifeSign) run(ctx context.Context, received time.Time) {
+	kind, posted := s.putUp(ctx, received)
+	if kind == "" || kind == signKindNote {
+		return // none went up, or an ephemeral note: it cannot be taken back
+	}
+	// However long the turn shows nothing: done (deferred by the turn)
+	// closes shownC at the latest.
+	select {
+	case <-s.shownC:
+	case <-ctx.Done():
+		return
+	}
+	tctx, cancel := context.WithTimeout(ctx, signTakeOff)
+	defer cancel()
+	s.takeOff(tctx, kind, posted)
+}
+
+// putUp puts the sign up once the reply has shown nothing for signDelay:
+// the kind that went up ("" for none) and the placeholder's ts.
+func (s *lifeSign) putUp(ctx context.Context, received time.Time) (kind, posted string) {
 	ctx, cancel := context.WithTimeout(ctx, signWork)
 	defer cancel()
 	if !s.quietUntil(ctx, received.Add(signDelay)) {
-		return
+		return "", ""
 	}
 	// Every kind is tried once, in order, waiting only for the signs
 	// asking at the same moment: the first whose budget has a token goes
@@ -140,17 +164,17 @@ func (s *lifeSign) run(ctx context.Context, received time.Time) {
 	// budget has a token first.
 	kinds := []string{signKindReaction, signKindNote, signKindPlaceholder}
 	giveUp := time.Now().Add(signPatience)
-	kind, posted := "", ""
-	for kind == "" {
+	for {
 		next := signPollMax
-		for i := 0; i < len(kinds) && kind == ""; i++ {
+		for i := 0; i < len(kinds); i++ {
 			ts, err := s.try(ctx, kinds[i])
 			var be slackapi.BudgetError
 			switch {
 			case errors.Is(err, errShown):
-				return
+				return "", ""
 			case err == nil:
-				kind, posted = kinds[i], ts
+				s.b.m.Signs.WithLabelValues(kinds[i]).Inc()
+				return kinds[i], ts
 			case errors.As(err, &be):
 				next = min(next, be.Wait)
 			case errors.Is(err, slackapi.ErrDropped):
@@ -162,27 +186,14 @@ func (s *lifeSign) run(ctx context.Context, received time.Time) {
 				i--
 			}
 		}
-		if kind != "" {
-			break
-		}
 		if len(kinds) == 0 || time.Now().After(giveUp) {
 			s.b.log.Debug("bot: sign of life not shown: no budget in time")
-			return
+			return "", ""
 		}
 		if !s.quietUntil(ctx, time.Now().Add(max(next, signPollMin))) {
-			return
+			return "", ""
 		}
 	}
-	s.b.m.Signs.WithLabelValues(kind).Inc()
-	if kind == signKindNote {
-		return // an ephemeral note cannot be taken back
-	}
-	select {
-	case <-s.shownC:
-	case <-ctx.Done():
-		return
-	}
-	s.takeOff(ctx, kind, posted)
 }
 
 // quietUntil waits until t; false when the reply showed something, the
@@ -264,15 +275,16 @@ func (s *lifeSign) try(ctx context.Context, kind string) (ts string, err error) 
 	return ts, err
 }
 
-// takeOff removes a sign once the reply shows: the reaction (lossy, on
-// its own budget) or the placeholder message (chat.delete, its own
-// budget; it must go).
+// takeOff removes a sign once the reply shows: the reaction
+// (reactions.remove) or the placeholder message (chat.delete), each on
+// its own budget.
 func (s *lifeSign) takeOff(ctx context.Context, kind, posted string) {
 	var err error
 	switch kind {
 	case signKindReaction:
-		rc := slackapi.Call{Team: s.team, Method: slackapi.ReactionsRemove, Prio: slackapi.Lossy,
-			Merge: s.channel + ":" + s.ts + ":-" + signReaction, Wait: signWork / 2}
+		// Must-deliver, within ctx: reactions.remove is no answer's
+		// budget, and a lossy call could be dropped and leave the sign.
+		rc := slackapi.Call{Team: s.team, Method: slackapi.ReactionsRemove}
 		err = s.b.slack.Do(ctx, rc, func(ctx context.Context, api *slack.Client) error {
 			return api.RemoveReactionContext(ctx, signReaction, slack.NewRefToMessage(s.channel, s.ts))
 		})

@@ -24,8 +24,11 @@ type signFigures struct {
 	reactions  int // signs that were the :eyes: reaction
 	notes      int // signs that were the ephemeral note
 	sessions   int // signs that were the session's status (Slack's "working" line)
-	// placeholders counts signs that were a placeholder message.
+	// placeholders counts signs that were a placeholder message;
+	// lingerMax is the longest a placeholder stayed after the answer
+	// showed (it is deleted once the reply shows).
 	placeholders int
+	lingerMax    time.Duration
 	maxSign      time.Duration
 	medianText   time.Duration
 	p90Sign      time.Duration
@@ -97,6 +100,22 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 		if sign.IsZero() {
 			sign = text
 		}
+		for _, m := range h.emu.Messages(a.channel) {
+			if m.ThreadTS != a.ts || !strings.Contains(string(m.Blocks), bot.SignBlockID) {
+				continue
+			}
+			gone := time.Time{}
+			for _, c := range journal {
+				if c.Method == "chat.delete" && c.OK && c.Params["ts"] == m.TS {
+					gone = c.Time
+				}
+			}
+			if gone.IsZero() {
+				w.t.Errorf("the placeholder in %s/%s was never deleted", a.channel, a.ts)
+			} else if !text.IsZero() {
+				sf.lingerMax = max(sf.lingerMax, time.Duration(float64(gone.Sub(text))/w.scale))
+			}
+		}
 		sf.sign = append(sf.sign, time.Duration(float64(sign.Sub(start))/w.scale))
 		sf.text = append(sf.text, time.Duration(float64(text.Sub(start))/w.scale))
 	}
@@ -110,9 +129,9 @@ func (w *govWorld) measureSigns(asks []ask, start time.Time) signFigures {
 
 func (w *govWorld) logSigns(name string, sf signFigures) {
 	w.t.Helper()
-	w.t.Logf("%s: first visible sign median %.2f s, p90 %.2f s, max %.2f s (%d reactions, %d notes, %d session statuses, %d placeholders, rest the reply's own message); "+
+	w.t.Logf("%s: first visible sign median %.2f s, p90 %.2f s, max %.2f s (%d reactions, %d notes, %d session statuses, %d placeholders (deleted at most %.2f s after the answer showed), rest the reply's own message); "+
 		"first visible text median %.2f s, p90 %.2f s (Slack time)",
-		name, sf.medianSign.Seconds(), sf.p90Sign.Seconds(), sf.maxSign.Seconds(), sf.reactions, sf.notes, sf.sessions, sf.placeholders,
+		name, sf.medianSign.Seconds(), sf.p90Sign.Seconds(), sf.maxSign.Seconds(), sf.reactions, sf.notes, sf.sessions, sf.placeholders, sf.lingerMax.Seconds(),
 		sf.medianText.Seconds(), sf.p90Text.Seconds())
 }
 
