@@ -162,28 +162,22 @@ func (w *govWorld) waitSignsCleared(asks []ask) {
 // about 40 s; skipped with -short.
 func TestSignOfLifeUnderLoad(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real-time load scenarios take about 30 s")
+		t.Skip("real-time load scenarios take about 40 s")
 	}
-	t.Run("words-20", func(t *testing.T) {
-		w := newGovWorld(t, govOpts{scale: 1})
-		w.answerEach(100)
-		w.h.llm.SetTokenInterval(w.slack(80 * time.Millisecond))
-		asks, start := w.burst(20, 10, 100, 0)
-		f := w.settle("signs-words-20", asks, start)
-		w.check(f)
-		w.logSigns("signs-words-20", w.measureSigns(asks, start))
-		w.waitSignsCleared(asks)
-	})
-	t.Run("words-40", func(t *testing.T) {
-		w := newGovWorld(t, govOpts{scale: 1})
-		w.answerEach(100)
-		w.h.llm.SetTokenInterval(w.slack(80 * time.Millisecond))
-		asks, start := w.burst(40, 20, 100, 0)
-		f := w.settle("signs-words-40", asks, start)
-		w.check(f)
-		w.logSigns("signs-words-40", w.measureSigns(asks, start))
-		w.waitSignsCleared(asks)
-	})
+	// n answers at once, two per channel.
+	for _, n := range []int{20, 40} {
+		name := fmt.Sprintf("words-%d", n)
+		t.Run(name, func(t *testing.T) {
+			w := newGovWorld(t, govOpts{scale: 1})
+			w.answerEach(100)
+			w.h.llm.SetTokenInterval(w.slack(80 * time.Millisecond))
+			asks, start := w.burst(n, n/2, 100, 0)
+			f := w.settle("signs-"+name, asks, start)
+			w.check(f)
+			w.logSigns("signs-"+name, w.measureSigns(asks, start))
+			w.waitSignsCleared(asks)
+		})
+	}
 	t.Run("stream-10", func(t *testing.T) {
 		w := newGovWorld(t, govOpts{scale: 1, bot: func(o *bot.Options) { o.StreamMode = bot.StreamEdit }})
 		const words = 60
