@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,9 +70,7 @@ type lifeSign struct {
 	user      string
 	thread    string
 	shownOnce sync.Once
-	shownC    chan struct{} // closed when the reply shows something
-	doneC     chan struct{} // closed when the turn is over
-	doneOnce  sync.Once
+	shownC    chan struct{} // closed when the reply shows something or the turn is over
 }
 
 // startSign arms the sign for the reply to m in thread k; the reply
@@ -83,7 +82,7 @@ func (b *Bot) startSign(ctx context.Context, k session.ThreadKey, m inbound) *li
 	}
 	s := &lifeSign{
 		b: b, team: k.Team, channel: m.Channel, ts: m.TS, user: m.User, thread: k.ThreadTS,
-		shownC: make(chan struct{}), doneC: make(chan struct{}),
+		shownC: make(chan struct{}),
 	}
 	received := m.Received
 	if received.IsZero() {
@@ -100,13 +99,9 @@ func (s *lifeSign) shown() {
 	}
 }
 
-// done ends the sign: the reply is complete (nil-safe).
-func (s *lifeSign) done() {
-	if s != nil {
-		s.shown()
-		s.doneOnce.Do(func() { close(s.doneC) })
-	}
-}
+// done ends the sign: the turn is over, whatever the reply showed
+// (nil-safe). A sign not up yet stays down; one up comes off.
+func (s *lifeSign) done() { s.shown() }
 
 // signPatience bounds how long, after signDelay, a sign keeps trying for
 // budget when every kind is spent; past it the answer is usually there.
@@ -139,12 +134,9 @@ func (s *lifeSign) run(ctx context.Context, received time.Time) {
 		return // none went up, or an ephemeral note: it cannot be taken back
 	}
 	// However long the turn shows nothing: done (deferred by the turn)
-	// closes shownC at the latest.
-	select {
-	case <-s.shownC:
-	case <-ctx.Done():
-		return
-	}
+	// closes shownC at the latest. (ctx carries values only: startSign
+	// detached it from the turn's cancellation.)
+	<-s.shownC
 	tctx, cancel := context.WithTimeout(ctx, signTakeOff)
 	defer cancel()
 	s.takeOff(tctx, kind, posted)
@@ -182,7 +174,7 @@ func (s *lifeSign) putUp(ctx context.Context, received time.Time) (kind, posted 
 				// Slack refused this kind here (no reactions in the
 				// channel, say): the next kind serves this mention.
 				s.b.log.Debug("bot: a sign of life was refused", "kind", kinds[i], "err", err)
-				kinds = append(kinds[:i], kinds[i+1:]...)
+				kinds = slices.Delete(kinds, i, i+1)
 				i--
 			}
 		}
@@ -196,29 +188,23 @@ func (s *lifeSign) putUp(ctx context.Context, received time.Time) (kind, posted 
 	}
 }
 
-// quietUntil waits until t; false when the reply showed something, the
-// turn ended or ctx ended first.
+// quietUntil waits until t; false when the reply showed something (or
+// the turn ended) or ctx ended first.
 func (s *lifeSign) quietUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		select {
-		case <-s.shownC:
-			return false
-		default:
-			return ctx.Err() == nil
-		}
-	}
-	tm := time.NewTimer(d)
+	tm := time.NewTimer(max(time.Until(t), 0))
 	defer tm.Stop()
 	select {
 	case <-s.shownC:
 		return false
-	case <-s.doneC:
-		return false
 	case <-ctx.Done():
 		return false
 	case <-tm.C:
-		return true
+	}
+	select { // (a timer already due races the other cases)
+	case <-s.shownC:
+		return false
+	default:
+		return ctx.Err() == nil
 	}
 }
 

@@ -205,23 +205,26 @@ func (l *Lease) Handover(ctx context.Context) error {
 	return err
 }
 
-func (l *Lease) release(ctx context.Context, mode string) (released bool, err error) {
+func (l *Lease) release(ctx context.Context, mode string) (bool, error) {
 	// A lease given up, or perhaps given up (the answer was lost), is
 	// no longer vouched for by earlier renewals. An idle release that
 	// kept the lease (a message was queued) keeps the trust.
 	if mode != "idle" {
 		l.given.Store(true)
-	} else {
-		defer func() {
-			if released || err != nil {
-				l.given.Store(true)
-			}
-		}()
 	}
+	released, err := l.releaseOnce(ctx, mode)
+	if released || err != nil {
+		l.given.Store(true)
+	}
+	return released, err
+}
+
+// releaseOnce is release's round trip to Redis.
+func (l *Lease) releaseOnce(ctx context.Context, mode string) (bool, error) {
 	tk := l.s.k.thread(l.k)
 	token := strconv.FormatInt(l.token, 10)
 	var rel *redis.Cmd
-	err = l.s.pipelined(ctx, func(pipe redis.Pipeliner) {
+	err := l.s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rel = releaseScript.EvalSha(ctx, pipe, []string{tk.lease, tk.queue}, l.value, l.s.opt.LeaseTTL.Milliseconds(), mode)
 		if mode == "" {
 			// An unconditional release also unmarks in the same round trip.

@@ -86,19 +86,10 @@ func TestLeaseExclusiveAndFenced(t *testing.T) {
 // gone.
 func waitExpired(t *testing.T, s *Store, k ThreadKey) {
 	t.Helper()
-	for i := 0; ; i++ {
+	waitGone(t, "lease", 20*time.Second, func() (bool, error) {
 		n, err := s.rdb.Exists(context.Background(), s.k.thread(k).lease).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		if i > 1000 {
-			t.Fatal("lease never expired")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n > 0, err
+	})
 }
 
 func TestLeaseRun(t *testing.T) {

@@ -155,3 +155,23 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// waitGone polls there (whether an entry is still there) until the
+// entry is gone, failing the test after within.
+func waitGone(t testing.TB, what string, within time.Duration, there func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, err := there()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never expired", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

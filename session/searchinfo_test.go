@@ -34,18 +34,8 @@ func TestSearchInfoShared(t *testing.T) {
 	if _, _, err := s.CachedSearchInfo(ctx, "bad team"); err == nil {
 		t.Error("an invalid team was accepted")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitGone(t, "the cached answer", 10*time.Second, func() (bool, error) {
 		_, known, err := other.CachedSearchInfo(ctx, team)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !known {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cached answer never expired")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return known, err
+	})
 }
